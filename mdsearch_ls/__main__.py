@@ -1,0 +1,6 @@
+"""``python -m mdsearch_ls`` is the CLI, so editors can start the server without a PATH entry."""
+
+from mdsearch_ls.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())
