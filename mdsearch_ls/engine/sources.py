@@ -1,0 +1,383 @@
+"""Which files under a notes root are notes we index, and how their bytes become text.
+
+The full scan and single-file updates (a save, a file-watcher event) must agree on
+what counts as a note, otherwise a file could be indexed by one path and deleted by
+the other. Both therefore go through one :class:`SourceFilter`.
+
+Nothing here ever writes to the notes root: it is the user's data, and the index is
+only a cache that can always be rebuilt from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+__all__ = [
+    "DEFAULT_EXCLUDES",
+    "MARKDOWN_SUFFIXES",
+    "ReadResult",
+    "SourceFile",
+    "SourceFilter",
+    "read_source",
+    "relpath",
+    "scan",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EXCLUDES: tuple[str, ...] = (".git/", "node_modules/", ".obsidian/", ".trash/")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+DEFAULT_MAX_FILE_BYTES = 2_000_000
+
+GITIGNORE = ".gitignore"
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A note found on disk; ``rel`` is its identity everywhere else in the engine."""
+
+    path: Path
+    """Absolute path under the root as the user sees it (symlinks inside the root are kept)."""
+    rel: str
+    """Relative to the root with POSIX separators, so ids are stable across platforms."""
+    size: int
+    """Size in bytes at scan time (of the link target for a symlinked file)."""
+    mtime: float
+    """``st_mtime`` at scan time; a cheap hint before hashing, never the truth."""
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """The decoded text of a note, or why it was not read."""
+
+    text: str | None
+    """Decoded text; ``None`` when the file was skipped."""
+    content_hash: str
+    """sha256 hex of the raw bytes, so a re-save with no changes re-embeds nothing; ``""``
+    when skipped."""
+    warning: str | None
+    """Human-readable and naming the file by its relative path, for logs and editors."""
+
+
+def _fmt_mb(n: int) -> str:
+    return f"{n / 1_000_000:.1f} MB"
+
+
+def _oversize_warning(rel: str, size: int, max_file_bytes: int) -> str:
+    return f"skipped {rel}: {_fmt_mb(size)} exceeds max_file_bytes ({_fmt_mb(max_file_bytes)})"
+
+
+def _is_markdown(rel: str) -> bool:
+    # Case-insensitive because README.MD and Notes.Markdown are common on
+    # case-insensitive filesystems and users expect them found.
+    return rel.lower().endswith(MARKDOWN_SUFFIXES)
+
+
+def _is_within(path: str, real_root: str) -> bool:
+    return path == real_root or path.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _realpath(path: str | os.PathLike[str]) -> str | None:
+    try:
+        return os.path.realpath(path)
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+def _clean_rel(rel: str) -> str | None:
+    """Normalise a caller-supplied relative path, or ``None`` when it is not one.
+
+    Front ends build ``rel`` from editor URIs and watcher events, so be strict:
+    anything absolute or climbing out with ``..`` is never a note under this root.
+    """
+    rel = rel.replace("\\", "/").rstrip("/") if rel else ""
+    if not rel or rel.startswith("/") or (len(rel) > 1 and rel[1] == ":"):
+        return None
+    parts = PurePosixPath(rel).parts
+    if any(p in ("..", "") for p in parts) or PurePosixPath(rel).is_absolute():
+        return None
+    return "/".join(p for p in parts if p != ".") or None
+
+
+def relpath(root: Path, path: Path) -> str | None:
+    """POSIX path of ``path`` relative to ``root``, or ``None`` when it lies outside.
+
+    Tries the path as given first, because a symlink inside the root must keep the
+    name the user sees; falls back to resolved paths for callers (editors) that
+    hand over canonical paths while the root was configured through a symlink.
+    """
+    root_abs = Path(os.path.normpath(Path(root).expanduser().absolute()))
+    path_abs = Path(os.path.normpath(Path(path).expanduser().absolute()))
+    try:
+        rel = path_abs.relative_to(root_abs)
+    except ValueError:
+        real_root, real_path = _realpath(root_abs), _realpath(path_abs)
+        if real_root is None or real_path is None:
+            return None
+        try:
+            rel = Path(real_path).relative_to(real_root)
+        except ValueError:
+            return None
+    posix = rel.as_posix()
+    return "" if posix == "." else posix
+
+
+class SourceFilter:
+    """Decides whether a relative path is a note we index.
+
+    Shared by the full scan and by single-file updates (a save or a file-watcher
+    event) so both agree. Rules, in git's spirit:
+
+    * only ``.md`` / ``.markdown`` files (any case);
+    * never inside the default excludes, the user's excludes or the index directory;
+    * never ignored by a ``.gitignore`` of the root or of any directory above the file
+      (deeper files take precedence, and a file inside an ignored directory cannot be
+      re-included, as in git);
+    * when ``include`` is non-empty, only files matching one of its patterns;
+    * never a path whose real location (after symlinks) leaves the root.
+
+    ``.gitignore`` files are read lazily and cached; call :meth:`refresh` after one
+    changes so the next decision sees it.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        index_dir: Path | None = None,
+    ) -> None:
+        self.root = Path(os.path.normpath(Path(root).expanduser().absolute()))
+        self._real_root = _realpath(self.root) or str(self.root)
+        self._include = pathspec.GitIgnoreSpec.from_lines(list(include)) if include else None
+        self._exclude = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *exclude])
+        self._index_rels = self._index_rels_for(index_dir)
+        self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._dir_cache: dict[str, bool] = {}
+
+    def _index_rels_for(self, index_dir: Path | None) -> tuple[str, ...]:
+        # Both the lexical and the resolved location, since either may be how the
+        # walk reaches it (the root or the index dir may be given through a symlink).
+        if index_dir is None:
+            return ()
+        rels: set[str] = set()
+        lexical = relpath(self.root, Path(index_dir))
+        if lexical:
+            rels.add(lexical)
+        real_idx = _realpath(Path(index_dir).expanduser().absolute())
+        if real_idx and _is_within(real_idx, self._real_root) and real_idx != self._real_root:
+            rels.add(Path(real_idx).relative_to(self._real_root).as_posix())
+        return tuple(sorted(rels))
+
+    def refresh(self) -> None:
+        """Forget cached ``.gitignore`` files, e.g. after the watcher saw one change."""
+        self._gitignores.clear()
+        self._dir_cache.clear()
+
+    # -- gitignore -------------------------------------------------------------
+
+    def _gitignore(self, dir_rel: str) -> pathspec.GitIgnoreSpec | None:
+        if dir_rel in self._gitignores:
+            return self._gitignores[dir_rel]
+        spec = None
+        path = self.root / dir_rel / GITIGNORE if dir_rel else self.root / GITIGNORE
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            raw = None
+        if raw is not None:
+            lines = raw.decode("utf-8", errors="replace").splitlines()
+            spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        self._gitignores[dir_rel] = spec
+        return spec
+
+    def _git_ignored(self, rel: str, is_dir: bool) -> bool:
+        """Whether the ``.gitignore`` files above ``rel`` ignore it (deepest decides)."""
+        parts = rel.split("/")
+        # Directories that may hold a .gitignore governing rel: "", "a", "a/b", ...
+        for depth in range(len(parts) - 1, -1, -1):
+            spec = self._gitignore("/".join(parts[:depth]))
+            if spec is None:
+                continue
+            sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            result = spec.check_file(sub).include
+            if result is not None:
+                return result
+        return False
+
+    # -- decisions -------------------------------------------------------------
+
+    def _in_index_dir(self, rel: str) -> bool:
+        return any(rel == ix or rel.startswith(ix + "/") for ix in self._index_rels)
+
+    def dir_rejected(self, rel_dir: str) -> bool:
+        """Whether nothing below ``rel_dir`` can be a note, so the scan can prune it."""
+        cached = self._dir_cache.get(rel_dir)
+        if cached is not None:
+            return cached
+        parent, _, _ = rel_dir.rpartition("/")
+        rejected = (
+            (bool(parent) and self.dir_rejected(parent))
+            or self._in_index_dir(rel_dir)
+            or self._exclude.match_file(rel_dir + "/")
+            or self._git_ignored(rel_dir, is_dir=True)
+        )
+        self._dir_cache[rel_dir] = rejected
+        return rejected
+
+    def _accepts_lexically(self, rel: str) -> bool:
+        if not _is_markdown(rel):
+            return False
+        parent, _, _ = rel.rpartition("/")
+        if parent and self.dir_rejected(parent):
+            return False
+        if self._in_index_dir(rel) or self._exclude.match_file(rel):
+            return False
+        if self._git_ignored(rel, is_dir=False):
+            return False
+        return self._include is None or self._include.match_file(rel)
+
+    def accepts(self, rel: str) -> bool:
+        """Whether ``rel`` (relative to the root, POSIX) is a note we index.
+
+        Works for files that no longer exist (a delete event), since only symlinks
+        that do exist can lead outside the root.
+        """
+        clean = _clean_rel(rel)
+        if clean is None or not self._accepts_lexically(clean):
+            return False
+        real = _realpath(self.root / clean)
+        return real is not None and _is_within(real, self._real_root)
+
+
+def _check_root(root: Path) -> Path:
+    root = Path(root).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(f"notes root does not exist: {root}")
+    if not root.is_dir():
+        raise NotADirectoryError(f"notes root is not a directory: {root}")
+    return Path(os.path.normpath(root.absolute()))
+
+
+def _walk(root: Path, flt: SourceFilter, warn: Callable[[str], None]) -> Iterable[tuple[Path, str]]:
+    """Yield ``(path, rel)`` of candidate notes, following symlinks only inside the root.
+
+    Real directories already visited are skipped, which both ends symlink loops and
+    keeps a directory linked twice from being indexed twice.
+    """
+    real_root = _realpath(root) or str(root)
+    visited = {real_root}
+    stack: list[tuple[Path, str]] = [(root, "")]
+    while stack:
+        directory, rel_dir = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            warn(f"skipped directory {rel_dir or '.'}: {exc.strerror or exc}")
+            continue
+        subdirs: list[tuple[Path, str]] = []
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            path = directory / entry.name
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir()  # follows links
+                is_file = entry.is_file()
+            except OSError:
+                continue
+            real: str | None = None
+            if is_link:
+                real = _realpath(path)
+                if real is None or not _is_within(real, real_root):
+                    log.info("not following %s: symlink leads outside the root", rel)
+                    continue
+            if is_dir:
+                if flt.dir_rejected(rel):
+                    continue
+                real = real or _realpath(path)
+                if real is None or real in visited:
+                    continue
+                visited.add(real)
+                subdirs.append((path, rel))
+            elif is_file and flt._accepts_lexically(rel):
+                yield path, rel
+        # Reverse so the stack pops them in name order (output is sorted anyway).
+        stack.extend(reversed(subdirs))
+
+
+def scan(
+    root: Path,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    index_dir: Path | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    warn: Callable[[str], None] | None = None,
+) -> list[SourceFile]:
+    """Every note under ``root``, sorted by ``rel`` so diffs against the manifest are stable.
+
+    Oversize files are dropped here, from ``stat`` alone, so a stray multi-megabyte
+    export never gets read; ``warn`` receives one message naming each skipped file
+    (default: a log warning).
+    """
+    warn = warn or log.warning
+    root_abs = _check_root(root)
+    flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir)
+    found: list[SourceFile] = []
+    for path, rel in _walk(root_abs, flt, warn):
+        try:
+            st = path.stat()
+        except OSError as exc:  # vanished between listing and stat
+            log.debug("skipped %s: %s", rel, exc)
+            continue
+        if st.st_size > max_file_bytes:
+            warn(_oversize_warning(rel, st.st_size, max_file_bytes))
+            continue
+        found.append(SourceFile(path=path, rel=rel, size=st.st_size, mtime=st.st_mtime))
+    found.sort(key=lambda f: f.rel)
+    return found
+
+
+def read_source(
+    path: Path, rel: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> ReadResult:
+    """Read one note as text, turning every problem into a warning rather than an exception.
+
+    One unreadable file must not stop indexing the rest of a vault, so the caller
+    only has to log ``warning`` and move on. NUL bytes mean the file is binary
+    whatever its name says; invalid UTF-8 is decoded with U+FFFD so the rest of the
+    note is still searchable. A UTF-8 BOM is dropped so front matter is recognised.
+    """
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > max_file_bytes:
+                return ReadResult(None, "", _oversize_warning(rel, size, max_file_bytes))
+            raw = fh.read(max_file_bytes + 1)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return ReadResult(None, "", f"skipped {rel}: cannot read ({reason})")
+    if len(raw) > max_file_bytes:  # grew between fstat and read
+        return ReadResult(None, "", _oversize_warning(rel, len(raw), max_file_bytes))
+    if b"\x00" in raw:
+        return ReadResult(None, "", f"skipped {rel}: contains NUL bytes (binary file?)")
+    digest = hashlib.sha256(raw).hexdigest()
+    warning = None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        warning = (
+            f"{rel}: invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD"
+        )
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return ReadResult(text, digest, warning)
