@@ -1,0 +1,332 @@
+"""The ``mdsearch`` command: index, search, related, status and serve, over the same core.
+
+Output for people goes to stdout; logs, warnings and progress go to stderr, so ``--json`` output
+can be piped. Exit codes are part of the interface: 0 ok, 1 unexpected error, 2 bad usage (a
+missing folder, a bad query or filter), 3 the index is locked by another process, 4 the index or
+the model cannot be opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from mdsearch_ls import __version__
+from mdsearch_ls.config import MODES, Settings, with_overrides
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LOCKED, EXIT_OPEN = 0, 1, 2, 3, 4
+
+log = logging.getLogger("mdsearch")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index-dir", metavar="DIR", help="index location (default: user cache dir)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
+    p.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
+    p.add_argument("--model", help="local sentence-transformers model path or cached name")
+    p.add_argument("--chunk-size", type=int, help="longest chunk in characters (default 1000)")
+    p.add_argument("--chunk-overlap", type=int, help="overlap between chunks (default 200)")
+    p.add_argument("--include", action="append", metavar="GLOB", help="only index these notes")
+    p.add_argument("--exclude", action="append", metavar="GLOB", help="leave these notes out")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mdsearch",
+        description="Search markdown notes by meaning and by exact words, offline.",
+    )
+    parser.add_argument("--version", action="version", version=f"mdsearch {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("index", help="index (or update the index of) a folder of notes")
+    p.add_argument("root", metavar="ROOT", help="folder of markdown notes")
+    p.add_argument("--rebuild", action="store_true", help="drop the index and build it anew")
+    _common(p)
+
+    p = sub.add_parser("search", help="search a folder of notes (updates its index first)")
+    p.add_argument("query", nargs="?", metavar="QUERY",
+                   help="text, with optional filters: path:dir/ tag:x type:md "
+                   'modified:>2025-01-01 "exact phrase"')
+    p.add_argument("--root", default=".", metavar="ROOT", help="folder of notes (default: .)")
+    p.add_argument("-k", "--limit", type=int, default=5, dest="k", help="hits to show (default 5)")
+    p.add_argument("--json", action="store_true", help="one JSON object per query")
+    p.add_argument("--mode", choices=MODES, help="hybrid (default), semantic or keyword")
+    p.add_argument("--explain", action="store_true", help="show per-mode ranks of each hit")
+    p.add_argument("--queries", metavar="FILE",
+                   help="run every query in FILE (one per line, or JSON Lines with 'query')")
+    p.add_argument("--no-update", action="store_true", help="search the index as it is")
+    _common(p)
+
+    p = sub.add_parser("related", help="sections of other notes related to a line of a note")
+    p.add_argument("file", metavar="FILE", help="a note inside ROOT")
+    p.add_argument("--line", type=int, default=0, help="0-based line (default 0)")
+    p.add_argument("--root", default=".", metavar="ROOT")
+    p.add_argument("-k", "--limit", type=int, default=5, dest="k")
+    p.add_argument("--json", action="store_true")
+    _common(p)
+
+    p = sub.add_parser("status", help="what is indexed for a folder")
+    p.add_argument("--root", default=".", metavar="ROOT")
+    p.add_argument("--json", action="store_true")
+    _common(p)
+
+    p = sub.add_parser("serve", help="run the language server over stdio (for editors)")
+    p.add_argument("--stdio", action="store_true", help="accepted for editor compatibility")
+    p.add_argument("-v", "--verbose", action="count", default=0)
+    p.add_argument("-q", "--quiet", action="store_true")
+    return parser
+
+
+def _setup_logging(verbose: int, quiet: bool) -> None:
+    level = logging.ERROR if quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[
+        min(verbose, 2)
+    ]
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="mdsearch: %(levelname)s: %(message)s"
+    )
+    for noisy in ("chromadb", "httpx", "sentence_transformers", "transformers", "urllib3"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return with_overrides(
+        Settings(),
+        model=getattr(args, "model", None),
+        chunk_size=getattr(args, "chunk_size", None),
+        chunk_overlap=getattr(args, "chunk_overlap", None),
+        include=tuple(args.include) if getattr(args, "include", None) else None,
+        exclude=tuple(args.exclude) if getattr(args, "exclude", None) else None,
+        mode=getattr(args, "mode", None),
+    )
+
+
+def _err(message: str) -> None:
+    print(f"mdsearch: error: {message}", file=sys.stderr)
+
+
+class _Progress:
+    """A tqdm bar on a terminal; nothing when stderr is a pipe (logs stay clean)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int, chunks: int) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, unit="file", desc="indexing", file=sys.stderr,
+                             leave=False, dynamic_ncols=True)
+        self._bar.total = total
+        self._bar.n = done
+        self._bar.set_postfix_str(f"{chunks} chunks", refresh=False)
+        self._bar.refresh()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _open(args: argparse.Namespace, root: str, settings: Settings):  # type: ignore[no-untyped-def]
+    from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder
+    from mdsearch_ls.engine.workspace import Workspace
+
+    return Workspace(
+        root, settings, SentenceTransformerEmbedder(settings.model), index_dir=args.index_dir
+    )
+
+
+def _index_report(ws: Any, args: argparse.Namespace, *, rebuild: bool = False) -> Any:
+    bar = _Progress(not args.quiet)
+    try:
+        report = ws.index(progress=bar, rebuild=rebuild)
+    finally:
+        bar.close()
+    if not args.quiet:
+        for warning in report.warnings:
+            print(f"mdsearch: warning: {warning}", file=sys.stderr)
+    return report
+
+
+def _read_queries(path: str) -> Iterator[str]:
+    stream: TextIO = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    with stream:
+        for n, line in enumerate(stream, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("{"):
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+                if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
+                    raise ValueError(f"{path}:{n}: a JSON line needs a string 'query' field")
+                yield obj["query"]
+            else:
+                yield line
+
+
+def _print_hits(query: str, hits: Sequence[Any], explain: bool) -> None:
+    if not hits:
+        print(f"no results for {query!r}")
+        return
+    for i, h in enumerate(hits, start=1):
+        print(f"{i:2}. {h.score:.3f}  {h.path}:{h.start_line + 1}-{h.end_line + 1}")
+        print(f"    {h.breadcrumb}")
+        if h.snippet:
+            print(f"    {h.snippet}")
+        if explain:
+            e = h.explain
+            print(f"    [semantic #{e.get('semantic_rank')}, keyword #{e.get('keyword_rank')}, "
+                  f"rrf {e.get('rrf')}]")
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    with _open(args, args.root, settings) as ws:
+        report = _index_report(ws, args, rebuild=args.rebuild)
+        if not args.quiet:
+            print(f"indexed {ws.root}: {report.summary()}")
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from mdsearch_ls.engine.search import QueryError
+
+    if not args.query and not args.queries:
+        _err("give a QUERY or --queries FILE")
+        return EXIT_USAGE
+    if args.k < 1:
+        _err("-k must be at least 1")
+        return EXIT_USAGE
+    settings = _settings(args)
+    with _open(args, args.root, settings) as ws:
+        if not args.no_update:
+            _index_report(ws, args)
+        queries = _read_queries(args.queries) if args.queries else [args.query]
+        status = EXIT_OK
+        for query in queries:
+            try:
+                hits = ws.search(query, args.k, mode=args.mode)
+            except QueryError as exc:
+                if args.json and args.queries:
+                    print(json.dumps({"query": query, "error": str(exc), "results": []}))
+                    status = EXIT_USAGE
+                    continue
+                _err(str(exc))
+                return EXIT_USAGE
+            if args.json:
+                print(json.dumps(
+                    {"query": query,
+                     "results": [h.to_json(explain=args.explain) for h in hits]},
+                    ensure_ascii=False,
+                ))
+            else:
+                if args.queries:
+                    print(f"# {query}")
+                _print_hits(query, hits, args.explain)
+            sys.stdout.flush()
+    return status
+
+
+def cmd_related(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    with _open(args, args.root, settings) as ws:
+        _index_report(ws, args)
+        target = Path(args.file)
+        rel = ws.relpath(target if target.is_absolute() else Path.cwd() / target)
+        if rel is None or not (ws.root / rel).is_file():
+            rel = args.file if (ws.root / args.file).is_file() else None
+        if rel is None:
+            _err(f"{args.file} is not a note inside {ws.root}")
+            return EXIT_USAGE
+        result = ws.related(rel, args.line, k=args.k, min_score=-1.0)
+        if args.json:
+            print(json.dumps({"path": rel, "line": args.line,
+                              "section": result.section.title if result.section else None,
+                              "results": [h.to_json() for h in result.hits]}, ensure_ascii=False))
+        else:
+            if result.section:
+                print(f"related to {rel} > {' > '.join(result.section.breadcrumb)}")
+            _print_hits(rel, result.hits, False)
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    with _open(args, args.root, settings) as ws:
+        info = ws.status()
+        if args.json:
+            print(json.dumps(info))
+        else:
+            for key in ("root", "files", "chunks", "model", "index_dir", "last_update"):
+                print(f"{key:12} {info[key]}")
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from mdsearch_ls.lsp.server import run_stdio
+
+    return run_stdio()
+
+
+COMMANDS = {
+    "index": cmd_index,
+    "search": cmd_search,
+    "related": cmd_related,
+    "status": cmd_status,
+    "serve": cmd_serve,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mdsearch``; returns the exit code instead of raising."""
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose, args.quiet)
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    from mdsearch_ls.engine.embedder import ModelLoadError
+    from mdsearch_ls.engine.workspace import IndexLockedError, IndexOpenError
+
+    started = time.perf_counter()
+    try:
+        return COMMANDS[args.command](args)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except ValueError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except IndexLockedError as exc:
+        _err(str(exc))
+        return EXIT_LOCKED
+    except (IndexOpenError, ModelLoadError) as exc:
+        _err(str(exc))
+        return EXIT_OPEN
+    except KeyboardInterrupt:
+        _err("interrupted; the index stays consistent and the next run continues")
+        return 130
+    finally:
+        log.debug("%s took %.2fs", args.command, time.perf_counter() - started)
+
+
+def serve_main() -> int:
+    """Entry point of ``mdsearch-ls``: the language server, whatever the arguments."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="mdsearch-ls: %(levelname)s: %(message)s")
+    from mdsearch_ls.lsp.server import run_stdio
+
+    return run_stdio()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

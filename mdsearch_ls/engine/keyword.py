@@ -1,0 +1,63 @@
+"""Keyword side of search: turn what a person typed into an FTS5 MATCH expression.
+
+The FTS5 table (in the manifest database) uses ``porter unicode61``: punctuation and ``_`` split
+tokens, so ``backup.retention_days`` is indexed as ``backup retention days`` and a search for
+``retention`` finds it, while the exact identifier still matches as a phrase. Typed queries are
+natural language, so terms are OR-ed and BM25 ranks documents that match more and rarer terms
+higher; identifiers typed with punctuation also go in as a phrase, which rewards the exact
+sequence. Quoted phrases are hard requirements.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+# Words so common in questions that OR-ing them only adds noise to BM25 ("how do I ...").
+STOPWORDS = frozenset(
+    [
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for",
+        "from", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on",
+        "or", "our", "should", "so", "than", "that", "the", "their", "then", "there",
+        "these", "this", "to", "was", "we", "what", "when", "where", "which", "who", "why",
+        "will", "with", "you", "your"
+    ]
+)
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_COMPOUND = re.compile(r"[^\s\"]+")
+
+
+def tokens(text: str) -> list[str]:
+    """Tokens the way unicode61 sees them, lowercased."""
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def build_match(text: str, phrases: Sequence[str] = ()) -> str | None:
+    """FTS5 expression: ``text``'s terms OR-ed, AND every phrase; None when nothing to match."""
+    words = tokens(text)
+    content = [w for w in words if w not in STOPWORDS] or words
+    terms: list[str] = list(dict.fromkeys(_quote(w) for w in content))
+    # Identifiers such as Ctrl+Shift+F or ERR_CERT_DATE_INVALID: also match the exact sequence.
+    for compound in _COMPOUND.findall(text):
+        parts = tokens(compound)
+        if len(parts) > 1:
+            terms.append(_quote(" ".join(parts)))
+    required = [_quote(" ".join(tokens(p))) for p in phrases if tokens(p)]
+    if not terms and not required:
+        return None
+    expr = " OR ".join(dict.fromkeys(terms))
+    if required:
+        req = " AND ".join(required)
+        return f"{req} AND ({expr})" if expr else req
+    return expr
+
+
+def phrase_match(phrases: Sequence[str]) -> str | None:
+    """An FTS5 expression that every phrase must match (the candidates for an exact phrase)."""
+    required = [_quote(" ".join(tokens(p))) for p in phrases if tokens(p)]
+    return " AND ".join(required) if required else None

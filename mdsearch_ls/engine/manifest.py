@@ -1,0 +1,444 @@
+"""The manifest: one SQLite file that says what is indexed, and holds everything but the ANN graph.
+
+It keeps, per note, the content hash, mtime, size and chunk ids; per chunk, its text and place; a
+cache of vectors keyed by the hash of the embedded text; and the FTS5 keyword index. Because the
+keyword rows and the manifest rows of a file are replaced in one SQLite transaction, the two can
+never disagree after a crash. Chroma is the only store written separately, and it is reconciled
+against this file on open (see :mod:`mdsearch_ls.engine.indexer`): the manifest is the truth.
+
+The vector cache is why rebuilding is cheap: a chunk whose embedded text did not change keeps its
+vector (an edit to one section of a long note embeds one chunk, not all), identical template
+sections share one vector, and a damaged Chroma collection is rebuilt without touching the model.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    mtime REAL NOT NULL,
+    size INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    aliases TEXT NOT NULL,
+    chunk_ids TEXT NOT NULL,
+    indexed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS file_tags (
+    path TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    PRIMARY KEY (tag, path)
+);
+CREATE INDEX IF NOT EXISTS file_tags_path ON file_tags(path);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    section INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    breadcrumb TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    embed_hash TEXT NOT NULL,
+    body_hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_body ON chunks(body_hash);
+CREATE INDEX IF NOT EXISTS chunks_embed ON chunks(embed_hash);
+CREATE TABLE IF NOT EXISTS vectors (embed_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    title, body, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What the manifest knows about one note."""
+
+    path: str
+    content_hash: str
+    mtime: float
+    size: int
+    title: str
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    chunk_ids: tuple[str, ...]
+    indexed_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One indexed chunk: where it is, what it says, and the hashes that key its vector."""
+
+    id: str
+    path: str
+    ordinal: int
+    section: int
+    title: str
+    breadcrumb: str
+    start_line: int
+    end_line: int
+    text: str
+    embed_hash: str
+    body_hash: str
+
+
+@dataclass(frozen=True)
+class FileUpdate:
+    """A note's complete new state; written atomically by :meth:`Manifest.apply`."""
+
+    file: FileRecord
+    chunks: tuple[ChunkRecord, ...]
+    keyword_rows: tuple[tuple[str, str], ...]  # (title column, body column) per chunk
+
+
+class Manifest:
+    """Thread-aware access to the manifest database.
+
+    Each thread gets its own connection (SQLite connections are not shareable), WAL mode lets
+    readers run while the single writer commits, and :attr:`generation` rises on every commit so
+    caches above can tell when their answers went stale.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._generation = 0
+        self._gen_lock = threading.Lock()
+        self._all: list[sqlite3.Connection] = []
+        conn = self._conn()
+        with conn:
+            conn.executescript(_SCHEMA)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
+                )
+            elif int(row[0]) != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(
+                    f"manifest {path} has schema {row[0]}, this mdsearch expects {SCHEMA_VERSION}"
+                )
+        self._generation = int(self.get_meta("generation") or 0)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=OFF")
+            self._local.conn = conn
+            self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        for conn in self._all:
+            with suppress(sqlite3.Error):
+                conn.close()
+        self._all.clear()
+        self._local = threading.local()
+
+    # ---- meta -------------------------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        """Bumped on every write; the query cache keys on it."""
+        return self._generation
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def _bump(self, conn: sqlite3.Connection) -> None:
+        with self._gen_lock:
+            self._generation += 1
+            gen = self._generation
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('generation', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (str(gen),),
+        )
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('last_update', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (str(time.time()),),
+        )
+
+    # ---- reads ------------------------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        conn = self._conn()
+        tags: dict[str, list[str]] = {}
+        for path, tag in conn.execute("SELECT path, tag FROM file_tags ORDER BY rowid"):
+            tags.setdefault(path, []).append(tag)
+        return {
+            row[0]: FileRecord(
+                path=row[0],
+                content_hash=row[1],
+                mtime=row[2],
+                size=row[3],
+                title=row[4],
+                aliases=tuple(json.loads(row[5])),
+                tags=tuple(tags.get(row[0], ())),
+                chunk_ids=tuple(json.loads(row[6])),
+                indexed_at=row[7],
+            )
+            for row in conn.execute(
+                "SELECT path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at "
+                "FROM files"
+            )
+        }
+
+    def file(self, path: str) -> FileRecord | None:
+        row = self._conn().execute(
+            "SELECT path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at "
+            "FROM files WHERE path = ?",
+            (path,),
+        ).fetchone()
+        if row is None:
+            return None
+        tags = [r[0] for r in self._conn().execute(
+            "SELECT tag FROM file_tags WHERE path = ? ORDER BY rowid", (path,)
+        )]
+        return FileRecord(
+            path=row[0], content_hash=row[1], mtime=row[2], size=row[3], title=row[4],
+            aliases=tuple(json.loads(row[5])), tags=tuple(tags),
+            chunk_ids=tuple(json.loads(row[6])), indexed_at=row[7],
+        )
+
+    def counts(self) -> tuple[int, int]:
+        conn = self._conn()
+        files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+        chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        return int(files), int(chunks)
+
+    def chunk_ids(self) -> set[str]:
+        return {r[0] for r in self._conn().execute("SELECT id FROM chunks")}
+
+    _CHUNK_COLS = (
+        "id, path, ordinal, section, title, breadcrumb, start_line, end_line, text, "
+        "embed_hash, body_hash"
+    )
+
+    def chunks_for(self, path: str) -> list[ChunkRecord]:
+        rows = self._conn().execute(
+            f"SELECT {self._CHUNK_COLS} FROM chunks WHERE path = ? ORDER BY ordinal", (path,)
+        )
+        return [ChunkRecord(*row) for row in rows]
+
+    def get_chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        out: dict[str, ChunkRecord] = {}
+        conn = self._conn()
+        for batch in _batched(list(ids), 500):
+            marks = ",".join("?" * len(batch))
+            for row in conn.execute(
+                f"SELECT {self._CHUNK_COLS} FROM chunks WHERE id IN ({marks})", batch
+            ):
+                out[row[0]] = ChunkRecord(*row)
+        return out
+
+    def vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        conn = self._conn()
+        for batch in _batched(list(dict.fromkeys(hashes)), 500):
+            marks = ",".join("?" * len(batch))
+            for h, blob in conn.execute(
+                f"SELECT embed_hash, vector FROM vectors WHERE embed_hash IN ({marks})", batch
+            ):
+                out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def body_file_counts(self, body_hashes: Iterable[str]) -> dict[str, int]:
+        """In how many notes each body text occurs: the measure of template boilerplate."""
+        out: dict[str, int] = {}
+        conn = self._conn()
+        for batch in _batched(list(dict.fromkeys(body_hashes)), 500):
+            marks = ",".join("?" * len(batch))
+            for h, n in conn.execute(
+                f"SELECT body_hash, COUNT(DISTINCT path) FROM chunks "
+                f"WHERE body_hash IN ({marks}) GROUP BY body_hash",
+                batch,
+            ):
+                out[h] = int(n)
+        return out
+
+    def paths_with_tags(self, tags: Sequence[str]) -> set[str]:
+        """Notes carrying every one of ``tags`` (a tag matches itself and its nested children)."""
+        result: set[str] | None = None
+        conn = self._conn()
+        for tag in tags:
+            rows = conn.execute(
+                "SELECT path FROM file_tags WHERE tag = ? OR tag LIKE ? ESCAPE '\\'",
+                (tag, _like_escape(tag) + "/%"),
+            )
+            paths = {r[0] for r in rows}
+            result = paths if result is None else result & paths
+        return result or set()
+
+    def all_paths(self) -> list[str]:
+        return [r[0] for r in self._conn().execute("SELECT path FROM files ORDER BY path")]
+
+    def file_mtimes(self) -> dict[str, float]:
+        return {r[0]: r[1] for r in self._conn().execute("SELECT path, mtime FROM files")}
+
+    def keyword_search(
+        self, match: str, limit: int, paths: set[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """BM25 over the FTS5 table; title hits weigh more than body hits. Best first."""
+        conn = self._conn()
+        sql = (
+            "SELECT c.id, c.path, bm25(chunks_fts, 4.0, 1.0) AS rank FROM chunks_fts "
+            "JOIN chunks c ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? "
+            "ORDER BY rank LIMIT ?"
+        )
+        # With a path filter, over-fetch and filter in Python: a temp table per query costs
+        # more than it saves at note-collection sizes.
+        fetch = limit if paths is None else max(limit * 20, 2000)
+        try:
+            rows = conn.execute(sql, (match, fetch)).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise ValueError(f"keyword query could not be parsed: {exc}") from exc
+        out = [(cid, -float(rank)) for cid, path, rank in rows if paths is None or path in paths]
+        return out[:limit]
+
+    def phrase_chunk_ids(self, match: str) -> set[str]:
+        conn = self._conn()
+        rows = conn.execute(
+            "SELECT c.id FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH ?",
+            (match,),
+        )
+        return {r[0] for r in rows}
+
+    # ---- writes (the indexer's thread only) -------------------------------------------------
+
+    def put_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        if not vectors:
+            return
+        conn = self._conn()
+        with conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors (embed_hash, vector) VALUES (?, ?)",
+                [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
+            )
+
+    def apply(self, updates: Sequence[FileUpdate], deletes: Sequence[str] = ()) -> None:
+        """Replace the given notes and drop ``deletes`` in one transaction."""
+        if not updates and not deletes:
+            return
+        conn = self._conn()
+        with self._transaction(conn):
+            for path in list(deletes) + [u.file.path for u in updates]:
+                self._delete_file(conn, path)
+            now = time.time()
+            for u in updates:
+                f = u.file
+                conn.execute(
+                    "INSERT INTO files (path, content_hash, mtime, size, title, aliases, "
+                    "chunk_ids, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (f.path, f.content_hash, f.mtime, f.size, f.title,
+                     json.dumps(list(f.aliases)), json.dumps(list(f.chunk_ids)), now),
+                )
+                conn.executemany(
+                    "INSERT OR IGNORE INTO file_tags (path, tag) VALUES (?, ?)",
+                    [(f.path, t) for t in f.tags],
+                )
+                for chunk, (kw_title, kw_body) in zip(u.chunks, u.keyword_rows, strict=True):
+                    cur = conn.execute(
+                        f"INSERT INTO chunks ({self._CHUNK_COLS}) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (chunk.id, chunk.path, chunk.ordinal, chunk.section, chunk.title,
+                         chunk.breadcrumb, chunk.start_line, chunk.end_line, chunk.text,
+                         chunk.embed_hash, chunk.body_hash),
+                    )
+                    conn.execute(
+                        "INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)",
+                        (cur.lastrowid, kw_title, kw_body),
+                    )
+            self._bump(conn)
+
+    def touch(self, path: str, mtime: float, size: int) -> None:
+        """Record a new mtime for a note whose content hash did not change."""
+        conn = self._conn()
+        with conn:
+            conn.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
+
+    def delete_files(self, paths: Sequence[str]) -> None:
+        self.apply((), paths)
+
+    def clear(self) -> None:
+        """Forget everything but the vector cache (a rebuild reuses its vectors)."""
+        conn = self._conn()
+        with self._transaction(conn):
+            conn.execute("DELETE FROM chunks_fts")
+            conn.execute("DELETE FROM chunks")
+            conn.execute("DELETE FROM file_tags")
+            conn.execute("DELETE FROM files")
+            self._bump(conn)
+
+    def gc_vectors(self) -> int:
+        """Drop cached vectors no chunk uses any more; returns how many went."""
+        conn = self._conn()
+        with conn:
+            cur = conn.execute(
+                "DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)"
+            )
+        return cur.rowcount
+
+    @staticmethod
+    def _delete_file(conn: sqlite3.Connection, path: str) -> None:
+        conn.execute(
+            "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)",
+            (path,),
+        )
+        conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        conn.execute("DELETE FROM file_tags WHERE path = ?", (path,))
+        conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    @staticmethod
+    @contextmanager
+    def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.rollback()
+            raise
+        else:
+            conn.commit()
+
+
+def _batched(items: list[str], n: int) -> Iterator[list[str]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,0 +1,496 @@
+"""Query -> hits: inline filters, semantic and keyword candidates, reciprocal rank fusion, related.
+
+Ranking is done on chunks and then collapsed to sections (one hit per section: several chunks of
+a long section are one place to a reader) and capped per note. Scores shown to people are the
+cosine similarity of query and section, whatever the mode, so a number means the same thing in
+the CLI, a hover and the editor; the fused RRF value that orders hybrid results is in
+``Hit.explain``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mdsearch_ls.config import MODES
+from mdsearch_ls.engine import keyword
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.manifest import ChunkRecord, Manifest
+    from mdsearch_ls.engine.store import ChromaStore
+
+RRF_K = 60
+FILTER_NAMES = ("path", "tag", "type", "modified")
+
+
+class QueryError(ValueError):
+    """A query a person typed that cannot be run; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrictions pushed down into both indexes. Empty means "everything"."""
+
+    paths: tuple[str, ...] = ()
+    """Folder prefixes (``finance/``) or globs (``**/2024-*.md``); a note matching any passes."""
+    tags: tuple[str, ...] = ()
+    """Tags a note must all carry (front matter or inline ``#tag``); ``a`` matches ``a/b`` too."""
+    types: tuple[str, ...] = ()
+    """File suffixes without the dot: ``md``, ``markdown``."""
+    modified_after: float | None = None
+    modified_before: float | None = None
+    phrases: tuple[str, ...] = ()
+    """Exact phrases a section must contain."""
+
+    @property
+    def file_level(self) -> bool:
+        return bool(
+            self.paths or self.tags or self.types
+            or self.modified_after is not None or self.modified_before is not None
+        )
+
+    def merged(self, other: Filters) -> Filters:
+        return Filters(
+            paths=self.paths + other.paths,
+            tags=self.tags + other.tags,
+            types=self.types + other.types,
+            modified_after=_max_opt(self.modified_after, other.modified_after),
+            modified_before=_min_opt(self.modified_before, other.modified_before),
+            phrases=self.phrases + other.phrases,
+        )
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.paths, self.tags, self.types, self.modified_after, self.modified_before,
+                self.phrases)
+
+
+def _max_opt(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _min_opt(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One section that answers a query."""
+
+    path: str
+    title: str
+    breadcrumb: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    chunk_id: str = ""
+    explain: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_json(self, *, explain: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.path,
+            "title": self.title,
+            "breadcrumb": self.breadcrumb,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": round(self.score, 4),
+            "snippet": self.snippet,
+        }
+        if explain:
+            out["explain"] = self.explain
+        return out
+
+
+# ---- query syntax ---------------------------------------------------------------------------
+
+_FILTER_RE = re.compile(r'(?<!\S)([A-Za-z]+):("[^"]*"|\S+)')
+_PHRASE_RE = re.compile(r'"([^"]+)"')
+_DATE_RE = re.compile(r"^(>=|<=|>|<|=)?(.+)$")
+_REL_RE = re.compile(r"^(\d+)([dwmy])$")
+
+
+def _parse_when(value: str, name: str) -> tuple[str, float, float]:
+    """``>2025-01-01`` -> ('>', start of that day, end of it); ``>7d`` = within the last 7 days."""
+    m = _DATE_RE.match(value)
+    op, raw = (m.group(1) or "="), m.group(2) if m else value
+    rel = _REL_RE.match(raw)
+    if rel:
+        n, unit = int(rel.group(1)), rel.group(2)
+        days = {"d": 1, "w": 7, "m": 30, "y": 365}[unit] * n
+        t = (datetime.now(timezone.utc) - timedelta(days=days)).timestamp()
+        # "modified:7d" with no operator means "in the last 7 days".
+        return (">" if op == "=" else op), t, t
+    try:
+        day = datetime.strptime(raw, "%Y-%m-%d")
+    except ValueError:
+        try:
+            day = datetime.strptime(raw, "%Y-%m")
+        except ValueError:
+            raise QueryError(
+                f"{name}:{value}: expected a date like >2025-01-01, <2025-06, =2025-03-14 or >7d"
+            ) from None
+    start = day.timestamp()  # local time: "modified on that day" means the user's day
+    end = (day + timedelta(days=1)).timestamp()
+    return op, start, end
+
+
+def parse_query(query: str) -> tuple[str, Filters]:
+    """Split ``revenue tag:finance path:reports/ "Q3 2024"`` into free text and :class:`Filters`.
+
+    Only ``name:value`` with an alphabetic name and no space after the colon is a filter, so
+    prose such as "note: the VPN" and times like 10:30 stay text; URLs are left alone. An unknown
+    name is an error listing the valid ones: a silently ignored filter returns wrong results.
+    """
+    paths: list[str] = []
+    tags: list[str] = []
+    types: list[str] = []
+    after: float | None = None
+    before: float | None = None
+
+    def take(m: re.Match[str]) -> str:
+        nonlocal after, before
+        name, value = m.group(1).lower(), m.group(2)
+        if value.startswith("//"):
+            return m.group(0)  # a URL such as https://example.com
+        if value.startswith('"') and value.endswith('"') and len(value) >= 2:
+            value = value[1:-1]
+        if name not in FILTER_NAMES:
+            raise QueryError(
+                f"unknown filter '{m.group(1)}:'; valid filters are "
+                + ", ".join(f"{n}:" for n in FILTER_NAMES)
+                + ' (put text in quotes, like "todo:later", to search for it literally)'
+            )
+        if not value:
+            raise QueryError(f"filter {name}: needs a value, e.g. {name}:{_EXAMPLES[name]}")
+        if name == "path":
+            paths.append(value.lstrip("./") if value.startswith("./") else value)
+        elif name == "tag":
+            tags.append(value.lstrip("#").lower())
+        elif name == "type":
+            types.append(value.lstrip(".").lower())
+        else:
+            op, start, end = _parse_when(value, name)
+            if op in (">", ">="):
+                after = _max_opt(after, end if op == ">" else start)
+            elif op in ("<", "<="):
+                before = _min_opt(before, start if op == "<" else end)
+            else:
+                after, before = _max_opt(after, start), _min_opt(before, end)
+        return " "
+
+    # Phrases first, so a quoted "a:b" is text, not a filter.
+    phrases = [p.strip() for p in _PHRASE_RE.findall(query) if p.strip()]
+    rest = _PHRASE_RE.sub(" ", query)
+    rest = _FILTER_RE.sub(take, rest)
+    for t in types:
+        if t not in ("md", "markdown"):
+            raise QueryError(f"type:{t}: mdsearch indexes md and markdown files")
+    text = " ".join((rest + " " + " ".join(phrases)).split())
+    filters = Filters(tuple(paths), tuple(tags), tuple(types), after, before, tuple(phrases))
+    return text, filters
+
+
+_EXAMPLES = {"path": "finance/", "tag": "project", "type": "md", "modified": ">2025-01-01"}
+
+
+def path_matches(path: str, pattern: str) -> bool:
+    """Folder prefix (``finance/``, ``finance``) or glob (``**/*.md``, ``daily/2024-*``)."""
+    if any(c in pattern for c in "*?["):
+        if fnmatch.fnmatchcase(path, pattern):
+            return True
+        return pattern.startswith("**/") and fnmatch.fnmatchcase(path, pattern[3:])
+    if pattern.endswith("/"):
+        return path.startswith(pattern)
+    return path == pattern or path.startswith(pattern.rstrip("/") + "/") or path.startswith(
+        pattern
+    )
+
+
+# ---- the searcher ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Candidate:
+    chunk: ChunkRecord
+    semantic_rank: int | None = None
+    keyword_rank: int | None = None
+    cosine: float | None = None
+    bm25: float | None = None
+    fused: float = 0.0
+
+
+class Searcher:
+    """Read side of one index. Thread-safe; never blocks on the writer."""
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        store: ChromaStore,
+        embedder: Any,
+        *,
+        per_file: int = 2,
+        cache_size: int = 256,
+    ) -> None:
+        self.manifest = manifest
+        self.store = store
+        self.embedder = embedder
+        self.per_file = per_file
+        self._cache: OrderedDict[tuple[Any, ...], list[Hit]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self.cache_hits = 0
+        self._file_meta: tuple[int, dict[str, tuple[float, str]]] | None = None
+
+    # -- filters --
+
+    def allowed_paths(self, filters: Filters) -> set[str] | None:
+        """Notes passing the file-level filters, or None when there are none (all pass)."""
+        if not filters.file_level:
+            return None
+        files = self._files_meta()
+        paths = set(files)
+        if filters.paths:
+            paths = {p for p in paths if any(path_matches(p, pat) for pat in filters.paths)}
+        if filters.types:
+            paths = {p for p in paths if p.rsplit(".", 1)[-1].lower() in filters.types}
+        if filters.modified_after is not None:
+            paths = {p for p in paths if files[p][0] >= filters.modified_after}
+        if filters.modified_before is not None:
+            paths = {p for p in paths if files[p][0] < filters.modified_before}
+        if filters.tags:
+            paths &= self.manifest.paths_with_tags(filters.tags)
+        return paths
+
+    def _files_meta(self) -> dict[str, tuple[float, str]]:
+        gen = self.manifest.generation
+        cached = self._file_meta
+        if cached is not None and cached[0] == gen:
+            return cached[1]
+        meta = {p: (m, "") for p, m in self.manifest.file_mtimes().items()}
+        self._file_meta = (gen, meta)
+        return meta
+
+    # -- search --
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str = "hybrid",
+        filters: Filters | None = None,
+        per_file: int | None = None,
+    ) -> list[Hit]:
+        """Ranked sections for a typed query (inline filters allowed)."""
+        if mode not in MODES:
+            raise QueryError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+        if k < 1:
+            raise QueryError("k must be at least 1")
+        text, inline = parse_query(query)
+        filters = inline if filters is None else filters.merged(inline)
+        per_file = self.per_file if per_file is None else per_file
+        key = (text, filters.key(), mode, k, per_file, self.manifest.generation)
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                self.cache_hits += 1
+                return list(cached)
+        hits = self._search(text, k, mode, filters, per_file)
+        with self._lock:
+            self._cache[key] = hits
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return list(hits)
+
+    def _search(
+        self, text: str, k: int, mode: str, filters: Filters, per_file: int
+    ) -> list[Hit]:
+        if not text.strip():
+            return []
+        allowed = self.allowed_paths(filters)
+        if allowed is not None and not allowed:
+            return []
+        pool = max(50, k * 6)
+        cands: dict[str, _Candidate] = {}
+        phrase_ids: set[str] | None = None
+        if filters.phrases:
+            match = keyword.phrase_match(filters.phrases)
+            phrase_ids = self.manifest.phrase_chunk_ids(match) if match else set()
+            if not phrase_ids:
+                return []
+        qvec: np.ndarray | None = None
+        if mode in ("hybrid", "semantic"):
+            qvec = self.embedder.embed_query(text)
+            where = {"path": {"$in": sorted(allowed)}} if allowed is not None else None
+            ids = None
+            if phrase_ids is not None:
+                ids = sorted(phrase_ids)
+            for rank, (cid, sim) in enumerate(
+                self.store.query(qvec, pool, where=where, ids=ids), start=1
+            ):
+                cands[cid] = _Candidate(chunk=None, semantic_rank=rank, cosine=sim)  # type: ignore[arg-type]
+        if mode in ("hybrid", "keyword"):
+            match = keyword.build_match(text, filters.phrases)
+            if match:
+                rows = self.manifest.keyword_search(match, pool, allowed)
+                for rank, (cid, bm25) in enumerate(rows, start=1):
+                    c = cands.setdefault(cid, _Candidate(chunk=None))  # type: ignore[arg-type]
+                    c.keyword_rank, c.bm25 = rank, bm25
+        if not cands:
+            return []
+        records = self.manifest.get_chunks(list(cands))
+        live = {cid: c for cid, c in cands.items() if cid in records}
+        for cid, c in live.items():
+            c.chunk = records[cid]
+        if allowed is not None:
+            live = {cid: c for cid, c in live.items() if c.chunk.path in allowed}
+        if not live:
+            return []
+        if qvec is None:
+            qvec = self._query_vector_for_scores(text)
+        self._fill_cosines(live.values(), qvec)
+        boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in live.values())
+        for c in live.values():
+            fused = 0.0
+            if c.semantic_rank is not None:
+                fused += 1.0 / (RRF_K + c.semantic_rank)
+            if c.keyword_rank is not None:
+                fused += 1.0 / (RRF_K + c.keyword_rank)
+            c.fused = fused * boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
+        ordered = sorted(live.values(), key=lambda c: (-c.fused, -(c.cosine or 0.0), c.chunk.id))
+        return self._collapse(ordered, k, per_file, mode)
+
+    def _query_vector_for_scores(self, text: str) -> np.ndarray | None:
+        # Keyword mode still reports cosine scores when the model is already loaded, but never
+        # loads it just for that: keyword mode must work (and be fast) without the model.
+        if getattr(self.embedder, "loaded", True):
+            return self.embedder.embed_query(text)
+        return None
+
+    def _fill_cosines(self, cands: Any, qvec: np.ndarray | None) -> None:
+        missing = [c for c in cands if c.cosine is None]
+        if not missing or qvec is None:
+            return
+        vecs = self.manifest.vectors(c.chunk.embed_hash for c in missing)
+        for c in missing:
+            v = vecs.get(c.chunk.embed_hash)
+            if v is not None:
+                c.cosine = float(np.dot(v, qvec))
+
+    def _collapse(
+        self, ordered: Sequence[_Candidate], k: int, per_file: int, mode: str
+    ) -> list[Hit]:
+        hits: list[Hit] = []
+        seen_sections: dict[tuple[str, int], int] = {}
+        per_path: dict[str, int] = {}
+        for c in ordered:
+            ch = c.chunk
+            key = (ch.path, ch.section)
+            if key in seen_sections:
+                # Another chunk of a section already listed: widen that hit's range instead.
+                i = seen_sections[key]
+                h = hits[i]
+                hits[i] = replace(
+                    h, start_line=min(h.start_line, ch.start_line),
+                    end_line=max(h.end_line, ch.end_line),
+                )
+                continue
+            if per_path.get(ch.path, 0) >= per_file:
+                continue
+            per_path[ch.path] = per_path.get(ch.path, 0) + 1
+            seen_sections[key] = len(hits)
+            hits.append(
+                Hit(
+                    path=ch.path,
+                    title=ch.title,
+                    breadcrumb=ch.breadcrumb,
+                    start_line=ch.start_line,
+                    end_line=ch.end_line,
+                    score=float(c.cosine) if c.cosine is not None else 0.0,
+                    snippet=make_snippet(ch.text),
+                    chunk_id=ch.id,
+                    explain={
+                        "mode": mode,
+                        "semantic_rank": c.semantic_rank,
+                        "keyword_rank": c.keyword_rank,
+                        "bm25": None if c.bm25 is None else round(c.bm25, 4),
+                        "rrf": round(c.fused, 6),
+                    },
+                )
+            )
+            if len(hits) >= k:
+                break
+        return hits
+
+    # -- related --
+
+    def related(
+        self,
+        vector: np.ndarray,
+        *,
+        exclude_path: str | None,
+        k: int = 5,
+        min_score: float = -1.0,
+        per_file: int = 1,
+    ) -> list[Hit]:
+        """Sections nearest to ``vector`` in other notes, boilerplate pushed down, one per note."""
+        where = {"path": {"$ne": exclude_path}} if exclude_path else None
+        found = self.store.query(vector, max(30, k * 8), where=where)
+        if not found:
+            return []
+        records = self.manifest.get_chunks([cid for cid, _ in found])
+        cands = [
+            _Candidate(chunk=records[cid], semantic_rank=i, cosine=sim)
+            for i, (cid, sim) in enumerate(found, start=1)
+            if cid in records and records[cid].path != exclude_path
+        ]
+        boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
+        for c in cands:
+            c.fused = (c.cosine or 0.0) * boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
+        cands = [c for c in cands if (c.cosine or 0.0) >= min_score]
+        ordered = sorted(cands, key=lambda c: (-c.fused, c.chunk.id))
+        return self._collapse(ordered, k, per_file, "related")
+
+
+def boilerplate_weight(n_files: int) -> float:
+    """Down-weight text that recurs in many notes (templates, daily-note scaffolding).
+
+    Two notes sharing a section is often a real duplicate worth finding; from three on it is a
+    pattern, and its weight falls with the log of how common it is.
+    """
+    if n_files < 3:
+        return 1.0
+    return 1.0 / (1.0 + math.log(n_files / 2.0))
+
+
+_WS = re.compile(r"\s+")
+_MD_NOISE = re.compile(r"^\s{0,3}(#{1,6}\s+|[-*+]\s+|>\s?|\d+[.)]\s+)", re.M)
+
+
+def make_snippet(text: str, limit: int = 200) -> str:
+    """A one-line preview: markup at line starts dropped, whitespace collapsed, cut at a word."""
+    flat = _WS.sub(" ", _MD_NOISE.sub("", text)).strip()
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit)
+    return flat[: cut if cut > limit // 2 else limit].rstrip(" ,;:") + "…"
+
+
+def mean_vector(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
+    """The normalised centroid of a section's chunk vectors (its "meaning" for related)."""
+    if not vectors:
+        return None
+    v = np.mean(np.stack(vectors), axis=0)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
