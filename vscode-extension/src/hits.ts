@@ -1,0 +1,105 @@
+// Pure mapping from server hits to QuickPick items and editor ranges. No runtime `vscode` import:
+// these functions are unit-tested in plain Node.
+import type { QuickPickItem } from 'vscode';
+import type { Hit } from './protocol';
+
+/** A QuickPick row; `hit` is absent for informational rows (errors, "no results"). */
+export interface HitItem extends QuickPickItem {
+  hit?: Hit;
+}
+
+export interface HitItemOptions {
+  /** Prefix the path with the folder name, so hits from different roots can be told apart. */
+  multiRoot?: boolean;
+  /** Longest snippet shown as the item's detail line. */
+  maxSnippet?: number;
+  /** Keep the row visible whatever is typed (default true: semantic search results). */
+  alwaysShow?: boolean;
+}
+
+const BREADCRUMB_SEP = ' > ';
+
+/** Collapses whitespace and cuts at a word boundary, so a snippet fits on the detail line. */
+export function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  if (flat.length <= max) return flat;
+  const cut = flat.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > max * 0.6 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+/** Last path segment of a POSIX or Windows path (folder display names). */
+export function baseName(p: string): string {
+  const parts = p.split(/[\\/]+/).filter((s) => s.length > 0);
+  return parts[parts.length - 1] ?? p;
+}
+
+/** The headings above the section: the breadcrumb without its last element when that element is the
+ * section's own title, which is already the label. */
+export function parentTrail(hit: Hit): string {
+  const parts = hit.breadcrumb.split(BREADCRUMB_SEP).map((s) => s.trim()).filter((s) => s.length > 0);
+  if (parts.length > 0 && parts[parts.length - 1] === hit.title.trim()) parts.pop();
+  return parts.join(BREADCRUMB_SEP);
+}
+
+export function displayPath(hit: Hit, multiRoot: boolean): string {
+  return multiRoot && hit.root ? `${baseName(hit.root)}/${hit.path}` : hit.path;
+}
+
+/** Maps one hit to a QuickPick item: title as label, breadcrumb and path as description, snippet as
+ * detail. `alwaysShow` keeps VS Code's fuzzy filter from hiding semantic hits whose text does not
+ * literally contain the query, which is the point of semantic search. */
+export function hitToItem(hit: Hit, options: HitItemOptions = {}): HitItem {
+  const path = displayPath(hit, options.multiRoot ?? false);
+  const title = hit.title.trim() || baseName(hit.path);
+  const trail = parentTrail(hit);
+  const item: HitItem = {
+    label: `$(markdown) ${title}`,
+    description: trail ? `${trail} · ${path}` : path,
+    alwaysShow: options.alwaysShow ?? true,
+    hit,
+  };
+  const snippet = oneLine(hit.snippet, options.maxSnippet ?? 240);
+  if (snippet) item.detail = snippet;
+  return item;
+}
+
+/** A row that explains instead of navigating (bad filter, no results, server down). */
+export function messageItem(message: string, icon: 'info' | 'error' | 'warning' = 'info'): HitItem {
+  return { label: `$(${icon}) ${message}`, alwaysShow: true };
+}
+
+export function hitsToItems(hits: readonly Hit[], options: HitItemOptions = {}): HitItem[] {
+  return hits.map((h) => hitToItem(h, options));
+}
+
+/** 0-based inclusive line span of a hit, clamped to the document as it is now (the file may have
+ * shrunk since it was indexed). */
+export function sectionLines(hit: Hit, lineCount: number): { start: number; end: number } {
+  const last = Math.max(0, lineCount - 1);
+  const start = Math.min(Math.max(0, Math.floor(hit.start_line)), last);
+  const end = Math.min(Math.max(start, Math.floor(hit.end_line)), last);
+  return { start, end };
+}
+
+/** LSP error code for a request with bad params (here: a malformed inline filter). */
+export const INVALID_PARAMS = -32602;
+/** LSP error code of a request cancelled by the client. */
+export const REQUEST_CANCELLED = -32800;
+
+/** Turns a failed search into the text shown in the QuickPick. Bad filters are the user's to fix, so
+ * they read as-is; anything else is labelled as a server failure. */
+export function describeSearchError(error: unknown): { message: string; userError: boolean } {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+  const raw = error instanceof Error ? error.message : typeof error === 'string' ? error : String(error);
+  if (code === INVALID_PARAMS) return { message: raw, userError: true };
+  return { message: `Search failed: ${raw}`, userError: false };
+}
+
+/** vscode-languageclient rejects a cancelled request with a CancellationError ("Canceled") or an
+ * LSP RequestCancelled error, depending on who noticed first. */
+export function isCancellation(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  if ('code' in error && error.code === REQUEST_CANCELLED) return true;
+  return error instanceof Error && error.name === 'Canceled';
+}

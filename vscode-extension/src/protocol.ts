@@ -1,0 +1,128 @@
+// The wire contract with `python -m mdsearch_ls serve`: command ids the server registers and the
+// shapes it sends back. Kept free of any runtime import so unit tests can load it outside VS Code.
+
+/** `workspace/executeCommand` ids registered by the server. The UI commands use other ids
+ * (mdsearch.searchNotes, ...) because vscode-languageclient turns every server command id into a
+ * VS Code command of the same name, and two registrations of one id would fail. */
+export const ServerCommands = {
+  search: 'mdsearch.search',
+  related: 'mdsearch.related',
+  reindex: 'mdsearch.reindex',
+  status: 'mdsearch.status',
+} as const;
+
+/** Custom notification the server sends whenever its state changes or progress advances. */
+export const StatusNotification = 'mdsearch/status';
+
+export type IndexState = 'loading-model' | 'indexing' | 'ready' | 'error';
+
+/** One search or related-sections result. Lines are 0-based and inclusive. */
+export interface Hit {
+  /** Path relative to its workspace folder, POSIX separators. */
+  path: string;
+  /** file:// URI of the note. */
+  uri: string;
+  title: string;
+  /** Heading trail, " > " separated. */
+  breadcrumb: string;
+  start_line: number;
+  end_line: number;
+  score: number;
+  snippet: string;
+  /** Workspace folder path the hit belongs to. */
+  root: string;
+}
+
+export interface FolderStatus {
+  root: string;
+  files: number;
+  chunks: number;
+  model: string;
+  index_dir: string;
+  queue: number;
+  state: IndexState;
+  last_error: string | null;
+  last_update: string | null;
+}
+
+/** Params of `mdsearch/status`. */
+export interface StatusParams {
+  state: IndexState;
+  percentage?: number;
+  message?: string;
+  folders: FolderStatus[];
+}
+
+/** Result of the `mdsearch.status` command. */
+export interface StatusResult {
+  state: string;
+  folders: FolderStatus[];
+}
+
+export interface SearchArgs {
+  query: string;
+  limit?: number;
+  root?: string;
+  mode?: string;
+}
+
+export interface RelatedArgs {
+  uri: string;
+  line: number;
+  limit?: number;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+/** Narrows an untrusted server reply to Hit[]; malformed entries are dropped rather than crashing
+ * the QuickPick, because a half-written server should degrade to fewer results, not to an error. */
+export function parseHits(value: unknown): Hit[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter(
+    (h): h is Hit =>
+      isRecord(h) &&
+      typeof h.uri === 'string' &&
+      typeof h.path === 'string' &&
+      typeof h.start_line === 'number' &&
+      typeof h.end_line === 'number',
+  ).map((h) => ({
+    ...h,
+    title: typeof h.title === 'string' ? h.title : '',
+    breadcrumb: typeof h.breadcrumb === 'string' ? h.breadcrumb : '',
+    snippet: typeof h.snippet === 'string' ? h.snippet : '',
+    score: typeof h.score === 'number' ? h.score : 0,
+    root: typeof h.root === 'string' ? h.root : '',
+  }));
+}
+
+/** Narrows `mdsearch/status` params (or an `mdsearch.status` reply) from the wire. */
+export function parseStatus(value: unknown): StatusParams | undefined {
+  if (!isRecord(value) || typeof value.state !== 'string') return undefined;
+  const states: readonly string[] = ['loading-model', 'indexing', 'ready', 'error'];
+  const state = (states.includes(value.state) ? value.state : 'ready') as IndexState;
+  const folders = Array.isArray(value.folders) ? value.folders.filter(isRecord).map(parseFolder) : [];
+  const out: StatusParams = { state, folders };
+  if (typeof value.percentage === 'number' && Number.isFinite(value.percentage)) {
+    out.percentage = value.percentage;
+  }
+  if (typeof value.message === 'string') out.message = value.message;
+  return out;
+}
+
+function parseFolder(f: Record<string, unknown>): FolderStatus {
+  const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+  const optStr = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  const states: readonly string[] = ['loading-model', 'indexing', 'ready', 'error'];
+  return {
+    root: str(f.root),
+    files: num(f.files),
+    chunks: num(f.chunks),
+    model: str(f.model),
+    index_dir: str(f.index_dir),
+    queue: num(f.queue),
+    state: (typeof f.state === 'string' && states.includes(f.state) ? f.state : 'ready') as IndexState,
+    last_error: optStr(f.last_error),
+    last_update: optStr(f.last_update),
+  };
+}

@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  describeSearchError,
+  hitToItem,
+  hitsToItems,
+  isCancellation,
+  messageItem,
+  oneLine,
+  parentTrail,
+  sectionLines,
+} from '../../src/hits';
+import type { Hit } from '../../src/protocol';
+
+const hit = (over: Partial<Hit> = {}): Hit => ({
+  path: 'projects/garden.md',
+  uri: 'file:///vault/projects/garden.md',
+  title: 'Watering schedule',
+  breadcrumb: 'Garden > Summer > Watering schedule',
+  start_line: 12,
+  end_line: 20,
+  score: 0.82,
+  snippet: 'Water the tomatoes\n  early in the   morning.',
+  root: '/vault',
+  ...over,
+});
+
+describe('hitToItem', () => {
+  it('uses the title as label, breadcrumb and path as description, snippet as detail', () => {
+    const item = hitToItem(hit());
+    assert.equal(item.label, '$(markdown) Watering schedule');
+    assert.equal(item.description, 'Garden > Summer · projects/garden.md');
+    assert.equal(item.detail, 'Water the tomatoes early in the morning.');
+    assert.equal(item.hit?.start_line, 12);
+  });
+
+  it('always shows semantic hits so the fuzzy filter cannot hide them', () => {
+    assert.equal(hitToItem(hit()).alwaysShow, true);
+    assert.equal(hitToItem(hit(), { alwaysShow: false }).alwaysShow, false);
+  });
+
+  it('falls back to the file name when the section has no title', () => {
+    const item = hitToItem(hit({ title: '  ', breadcrumb: '' }));
+    assert.equal(item.label, '$(markdown) garden.md');
+    assert.equal(item.description, 'projects/garden.md');
+  });
+
+  it('keeps a breadcrumb that does not end with the title', () => {
+    assert.equal(parentTrail(hit({ breadcrumb: 'Garden > Summer' })), 'Garden > Summer');
+    assert.equal(parentTrail(hit({ breadcrumb: 'Watering schedule' })), '');
+  });
+
+  it('prefixes the folder name in multi-root workspaces', () => {
+    const item = hitToItem(hit({ root: '/home/me/work-notes', breadcrumb: '' }), { multiRoot: true });
+    assert.equal(item.description, 'work-notes/projects/garden.md');
+  });
+
+  it('omits the detail when there is no snippet', () => {
+    assert.equal(hitToItem(hit({ snippet: ' \n ' })).detail, undefined);
+  });
+
+  it('maps a list in order', () => {
+    const items = hitsToItems([hit({ title: 'A' }), hit({ title: 'B' })]);
+    assert.deepEqual(items.map((i) => i.label), ['$(markdown) A', '$(markdown) B']);
+  });
+});
+
+describe('oneLine', () => {
+  it('cuts long text at a word boundary with an ellipsis', () => {
+    const out = oneLine('alpha beta gamma delta epsilon zeta', 20);
+    assert.ok(out.length <= 20, out);
+    assert.equal(out, 'alpha beta gamma…');
+  });
+  it('leaves short text alone', () => {
+    assert.equal(oneLine('short', 20), 'short');
+  });
+});
+
+describe('messageItem', () => {
+  it('is a row without a hit', () => {
+    const item = messageItem('No matching sections');
+    assert.equal(item.hit, undefined);
+    assert.equal(item.label, '$(info) No matching sections');
+    assert.equal(item.alwaysShow, true);
+  });
+});
+
+describe('sectionLines', () => {
+  it('returns the 0-based inclusive span', () => {
+    assert.deepEqual(sectionLines(hit(), 100), { start: 12, end: 20 });
+  });
+  it('clamps to a document that shrank since indexing', () => {
+    assert.deepEqual(sectionLines(hit(), 15), { start: 12, end: 14 });
+    assert.deepEqual(sectionLines(hit({ start_line: 40, end_line: 50 }), 15), { start: 14, end: 14 });
+  });
+  it('never ends before it starts', () => {
+    assert.deepEqual(sectionLines(hit({ start_line: 5, end_line: 2 }), 10), { start: 5, end: 5 });
+  });
+});
+
+describe('describeSearchError', () => {
+  it('shows an InvalidParams message (bad inline filter) as the user wrote it', () => {
+    const error = Object.assign(new Error('unknown filter "tags:" (use tag:NAME)'), { code: -32602 });
+    assert.deepEqual(describeSearchError(error), { message: 'unknown filter "tags:" (use tag:NAME)', userError: true });
+  });
+  it('labels other failures as server failures', () => {
+    const error = Object.assign(new Error('boom'), { code: -32603 });
+    assert.deepEqual(describeSearchError(error), { message: 'Search failed: boom', userError: false });
+  });
+});
+
+describe('isCancellation', () => {
+  it('recognises both forms of a cancelled request', () => {
+    assert.equal(isCancellation({ code: -32800 }), true);
+    const cancelled = new Error('Canceled');
+    cancelled.name = 'Canceled';
+    assert.equal(isCancellation(cancelled), true);
+    assert.equal(isCancellation(new Error('other')), false);
+  });
+});
