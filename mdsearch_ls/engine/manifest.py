@@ -389,6 +389,8 @@ class Manifest:
         conn = self._conn()
         with conn:
             conn.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
+            # mtimes feed the modified: filter, whose answers are cached per generation.
+            self._bump(conn)
 
     def delete_files(self, paths: Sequence[str]) -> None:
         self.apply((), paths)
