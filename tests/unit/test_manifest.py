@@ -1,4 +1,4 @@
-"""Tests for the SQLite manifest: atomic per-file replace, FTS rows, vector cache, tags, generation."""
+"""Tests for the SQLite manifest: atomic replace, FTS rows, vector cache, tags, generation."""
 
 from __future__ import annotations
 

@@ -1,0 +1,175 @@
+"""Tests for ChromaStore: batch limits, cosine similarity, id and where restrictions, paging."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdsearch_ls.engine.store import ChromaStore
+
+
+def unit(v) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float32)
+    return a / np.linalg.norm(a)
+
+
+def meta(path: str, **extra) -> dict:
+    return {"path": path, "title": "t", "breadcrumb": "b", "start_line": 0, "end_line": 1,
+            "mtime": 0.0, "tags": "", **extra}
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = ChromaStore(tmp_path / "chroma", "test-space-v1")
+    yield s
+    s.close()
+
+
+class _Spy:
+    """Wraps a Chroma collection and records the size of each write call."""
+
+    def __init__(self, col):
+        self._col = col
+        self.upserts: list[int] = []
+        self.deletes: list[int] = []
+        self.gets: list[dict] = []
+
+    def upsert(self, **kw):
+        self.upserts.append(len(kw["ids"]))
+        return self._col.upsert(**kw)
+
+    def delete(self, **kw):
+        self.deletes.append(len(kw["ids"]))
+        return self._col.delete(**kw)
+
+    def get(self, **kw):
+        self.gets.append(kw)
+        return self._col.get(**kw)
+
+    def __getattr__(self, name):
+        return getattr(self._col, name)
+
+
+def test_batch_size_is_capped_by_the_client_limit(tmp_path):
+    s = ChromaStore(tmp_path / "c", "cap-space-v1", batch_size=10**9)
+    assert s.max_batch > 0
+    assert s.batch_size == s.max_batch
+    assert ChromaStore(tmp_path / "c", "cap-space-v1", batch_size=0).batch_size == 1
+
+
+def test_upsert_and_delete_batches_never_exceed_the_limit(tmp_path):
+    s = ChromaStore(tmp_path / "c", "batch-space-v1", batch_size=7)
+    spy = _Spy(s._col)
+    s._col = spy
+    ids = [f"id{i}" for i in range(20)]
+    vecs = np.stack([unit(np.random.default_rng(i).random(8)) for i in range(20)])
+    s.upsert(ids, vecs, [meta(f"n{i}.md") for i in range(20)])
+    assert spy.upserts == [7, 7, 6]
+    assert s.count() == 20
+    s.delete(ids[:15])
+    assert spy.deletes == [7, 7, 1]
+    assert s.all_ids() == set(ids[15:])
+
+
+def test_client_limit_wins_over_a_larger_setting(tmp_path, monkeypatch):
+    from chromadb.api.client import Client
+
+    monkeypatch.setattr(Client, "get_max_batch_size", lambda self: 3)
+    s = ChromaStore(tmp_path / "c", "small-limit-v1", batch_size=1000)
+    assert s.batch_size == 3
+    spy = _Spy(s._col)
+    s._col = spy
+    ids = [f"id{i}" for i in range(8)]
+    s.upsert(ids, np.stack([unit([1, i]) for i in range(8)]), [meta("x.md")] * 8)
+    s.delete(ids)
+    assert spy.upserts == [3, 3, 2]
+    assert spy.deletes == [3, 3, 2]
+    assert s.count() == 0
+
+
+def test_empty_writes_are_no_ops(store):
+    store.upsert([], np.zeros((0, 4), dtype=np.float32), [])
+    store.delete([])
+    assert store.count() == 0
+    assert store.query(unit([1, 0, 0, 0]), 5) == []
+
+
+def test_mismatched_lengths_are_rejected(store):
+    with pytest.raises(ValueError):
+        store.upsert(["a", "b"], np.stack([unit([1, 0])]), [meta("a.md"), meta("b.md")])
+
+
+def test_query_returns_cosine_similarity_best_first(store):
+    vecs = {
+        "same": unit([1, 0, 0]),
+        "close": unit([1, 0.2, 0]),
+        "orthogonal": unit([0, 1, 0]),
+        "opposite": unit([-1, 0, 0]),
+    }
+    store.upsert(list(vecs), np.stack(list(vecs.values())), [meta(f"{k}.md") for k in vecs])
+    q = unit([1, 0, 0])
+    got = store.query(q, 10)
+    assert [cid for cid, _ in got] == ["same", "close", "orthogonal", "opposite"]
+    sims = dict(got)
+    assert sims["same"] == pytest.approx(1.0, abs=1e-5)
+    assert sims["close"] == pytest.approx(float(q @ vecs["close"]), abs=1e-5)
+    assert sims["orthogonal"] == pytest.approx(0.0, abs=1e-5)
+    assert sims["opposite"] == pytest.approx(-1.0, abs=1e-5)
+    assert [cid for cid, _ in store.query(q, 2)] == ["same", "close"]
+    assert store.query(q, 0) == []
+
+
+def test_upsert_replaces_vector_and_metadata(store):
+    store.upsert(["a"], np.stack([unit([1, 0])]), [meta("a.md")])
+    store.upsert(["a"], np.stack([unit([0, 1])]), [meta("moved.md")])
+    assert store.count() == 1
+    assert store.query(unit([0, 1]), 1)[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert store.query(unit([0, 1]), 5, where={"path": "moved.md"})[0][0] == "a"
+    assert store.query(unit([0, 1]), 5, where={"path": "a.md"}) == []
+
+
+def test_query_restricted_to_ids(store):
+    ids = [f"c{i}" for i in range(6)]
+    vecs = np.stack([unit([1, i * 0.1, 0]) for i in range(6)])
+    store.upsert(ids, vecs, [meta("n.md")] * 6)
+    got = store.query(unit([1, 0, 0]), 10, ids=["c5", "c3"])
+    assert [cid for cid, _ in got] == ["c3", "c5"]
+    assert store.query(unit([1, 0, 0]), 10, ids=[]) == []
+
+
+def test_query_where_filter_on_path(store):
+    ids = ["f1", "f2", "o1", "o2"]
+    paths = ["finance/a.md", "finance/b.md", "ops/a.md", "ops/b.md"]
+    # The ops vectors are the best matches: a filter must still return the finance ones.
+    vecs = np.stack([unit([0.2, 1]), unit([0.1, 1]), unit([1, 0]), unit([1, 0.01])])
+    store.upsert(ids, vecs, [meta(p) for p in paths])
+    got = store.query(unit([1, 0]), 10, where={"path": {"$in": ["finance/a.md", "finance/b.md"]}})
+    assert [cid for cid, _ in got] == ["f1", "f2"]
+    got = store.query(unit([1, 0]), 10, where={"path": {"$ne": "ops/a.md"}})
+    assert "o1" not in {cid for cid, _ in got}
+    assert len(got) == 3
+
+
+def test_all_ids_pages_through_a_large_collection(tmp_path):
+    s = ChromaStore(tmp_path / "c", "page-space-v1", batch_size=500)
+    n = 2345
+    rng = np.random.default_rng(0)
+    vecs = rng.random((n, 4)).astype(np.float32)
+    s.upsert([f"id{i}" for i in range(n)], vecs, [meta("n.md")] * n)
+    spy = _Spy(s._col)
+    s._col = spy
+    assert s.all_ids() == {f"id{i}" for i in range(n)}
+    # Paged: several get() calls, none asking for everything at once.
+    assert len(spy.gets) >= 2
+    assert all(g["limit"] < n for g in spy.gets)
+
+
+def test_reopen_sees_persisted_vectors(tmp_path):
+    s = ChromaStore(tmp_path / "c", "persist-space-v1")
+    s.upsert(["a", "b"], np.stack([unit([1, 0]), unit([0, 1])]), [meta("a.md"), meta("b.md")])
+    s.close()
+    again = ChromaStore(tmp_path / "c", "persist-space-v1")
+    assert again.all_ids() == {"a", "b"}
+    # Another collection name is another embedding space: empty.
+    other = ChromaStore(tmp_path / "c", "other-space-v1")
+    assert other.count() == 0
