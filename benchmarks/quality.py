@@ -1,0 +1,266 @@
+"""Retrieval quality of every search mode on a labelled query set, with a plain BM25 baseline.
+
+    python benchmarks/quality.py VAULT QUERIES.jsonl [--out FILE] [--modes hybrid,semantic,keyword]
+                                 [--index-dir DIR] [--raw]
+
+QUERIES has one JSON object per line: ``{"query": ..., "relevant": [paths relative to VAULT]}``
+and optionally ``"kind"`` (figures are also split by it). Every query runs through
+``Workspace.search`` with k=10 and per_file=1, so ranks are ranks of distinct notes. Per mode:
+top-1/3/5/10 accuracy (a relevant note within the first k), MRR@10 and nDCG@10 (binary
+relevance). The baseline is Okapi BM25 (k1=1.2, b=0.75) over whole files, lowercase
+unicode61-like tokens, no stemming, no stopwords, computed in the same run.
+
+Queries are natural language, not mdsearch syntax: unless ``--raw`` is given, double quotes are
+dropped and ``word:value`` pairs lose their colon, so ``chown "user"`` is not turned into a
+required phrase nor ``user:group`` into an unknown filter. Pass ``--index-dir`` to keep the index
+between runs (only changed notes are embedded again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mdsearch_ls.config import Settings  # noqa: E402
+from mdsearch_ls.engine import manifest as manifest_mod  # noqa: E402
+from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder  # noqa: E402
+from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
+
+K = 10
+CUTS = (1, 3, 5, 10)
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_FILTERISH = re.compile(r'(?<!\S)([A-Za-z]+):(?=\S)')
+
+
+def tokens(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def sanitize(query: str) -> str:
+    """Natural-language query -> text the query parser reads as plain words."""
+    return _FILTERISH.sub(r"\1 ", query.replace('"', " "))
+
+
+class BM25:
+    """Okapi BM25 over whole documents (k1=1.2, b=0.75), idf = ln(1 + (N-n+0.5)/(n+0.5))."""
+
+    def __init__(self, docs: dict[str, str], k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.names = list(docs)
+        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.lengths: list[int] = []
+        for i, name in enumerate(self.names):
+            toks = tokens(docs[name])
+            self.lengths.append(len(toks))
+            for term, tf in Counter(toks).items():
+                self.postings[term].append((i, tf))
+        self.n = len(self.names)
+        self.avgdl = (sum(self.lengths) / self.n) if self.n else 0.0
+
+    def search(self, query: str, k: int = K) -> list[str]:
+        scores: dict[int, float] = defaultdict(float)
+        for term in set(tokens(query)):
+            plist = self.postings.get(term)
+            if not plist:
+                continue
+            idf = math.log(1.0 + (self.n - len(plist) + 0.5) / (len(plist) + 0.5))
+            for i, tf in plist:
+                norm = self.k1 * (1.0 - self.b + self.b * self.lengths[i] / self.avgdl)
+                scores[i] += idf * tf * (self.k1 + 1.0) / (tf + norm)
+        best = sorted(scores.items(), key=lambda kv: (-kv[1], self.names[kv[0]]))[:k]
+        return [self.names[i] for i, _ in best]
+
+
+def evaluate(ranked: list[str], relevant: set[str]) -> dict[str, float]:
+    """Metrics of one ranked list of distinct notes against the relevant set."""
+    ranked = list(dict.fromkeys(ranked))[:K]
+    first = next((i for i, p in enumerate(ranked, start=1) if p in relevant), None)
+    out = {f"top{c}": float(first is not None and first <= c) for c in CUTS}
+    out["mrr10"] = 1.0 / first if first else 0.0
+    dcg = sum(1.0 / math.log2(i + 1) for i, p in enumerate(ranked, start=1) if p in relevant)
+    idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(relevant), K) + 1))
+    out["ndcg10"] = dcg / idcg if idcg else 0.0
+    return out
+
+
+def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {}
+    keys = rows[0].keys()
+    return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys}
+
+
+def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
+    """Give the index's FTS table ``tokenizer`` (None: the engine's), refilled from the notes."""
+    conn = ws.manifest._conn()
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+    current = re.search(r"tokenize\s*=\s*'([^']*)'", row[0]).group(1)
+    engine = re.search(r"tokenize\s*=\s*'([^']*)'", manifest_mod._SCHEMA).group(1)
+    want = tokenizer or engine
+    if want == current:
+        return current
+    from mdsearch_ls.engine import chunking, sources
+
+    with conn:
+        conn.execute("DROP TABLE chunks_fts")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE chunks_fts USING fts5(title, body, tokenize = '{want}')"
+        )
+        for rel in ws.manifest.all_paths():
+            read = sources.read_source(ws.root / rel, rel,
+                                       max_file_bytes=ws.settings.max_file_bytes)
+            if read.text is None:
+                continue
+            note = chunking.parse_note(
+                read.text, fallback_title=Path(rel).stem,
+                chunk_size=ws.settings.chunk_size, chunk_overlap=ws.settings.chunk_overlap,
+            )
+            src = sources.SourceFile(ws.root / rel, rel, 0, 0.0)
+            pending = ws.indexer._pending(src, note, read.content_hash, None)
+            rowids = dict(conn.execute(
+                "SELECT ordinal, rowid FROM chunks WHERE path = ?", (rel,)).fetchall())
+            conn.executemany(
+                "INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)",
+                [(rowids[rec.ordinal], t, b)
+                 for rec, (t, b) in zip(pending.records, pending.keyword_rows, strict=True)
+                 if rec.ordinal in rowids],
+            )
+    ws.manifest._bump(conn)
+    print(f"FTS tokenizer: {current!r} -> {want!r}", file=sys.stderr)
+    return want
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("vault", type=Path)
+    ap.add_argument("queries", type=Path)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--modes", default="hybrid,semantic,keyword")
+    ap.add_argument("--index-dir", type=Path)
+    ap.add_argument("--raw", action="store_true", help="pass queries to the parser unchanged")
+    ap.add_argument("--label", default="", help="free text stored in the JSON (what was tried)")
+    ap.add_argument("--fts-tokenizer", default=None,
+                    help="rebuild the index's FTS table with this tokenizer (an experiment)")
+    ap.add_argument("--misses", type=int, default=0,
+                    help="print up to N queries hybrid got wrong at top-5")
+    args = ap.parse_args(argv)
+
+    vault = args.vault.resolve()
+    out = args.out or ROOT / "benchmarks" / "results" / f"quality-{vault.name}.json"
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    queries = [json.loads(line) for line in args.queries.read_text().splitlines()
+               if line.strip()]
+    tmp = None
+    if args.index_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="mdsearch-quality-")
+        os.environ.setdefault("MDSEARCH_CACHE_DIR", tmp.name)
+        index_dir = Path(tmp.name) / "index"
+    else:
+        index_dir = args.index_dir
+
+    settings = Settings(per_file=1)
+    ws = Workspace(vault, settings, SentenceTransformerEmbedder(settings.model),
+                   index_dir=index_dir)
+    t0 = time.perf_counter()
+    report = ws.index()
+    print(f"index: {report.summary()} ({time.perf_counter() - t0:.1f}s)", file=sys.stderr)
+    tokenizer = set_fts_tokenizer(ws, args.fts_tokenizer)
+
+    docs = {}
+    for rel in ws.manifest.all_paths():
+        try:
+            docs[rel] = (vault / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    bm25 = BM25(docs)
+    ws.search("warm up", K, mode="hybrid")
+
+    per_mode: dict[str, list[dict[str, float]]] = {m: [] for m in [*modes, "bm25"]}
+    latency: dict[str, list[float]] = {m: [] for m in modes}
+    kinds: dict[str, str] = {}
+    sanitized = 0
+    misses: list[str] = []
+    for qi, q in enumerate(queries):
+        relevant = set(q["relevant"])
+        text = q["query"] if args.raw else sanitize(q["query"])
+        sanitized += text != q["query"]
+        kinds[str(qi)] = str(q.get("kind", ""))
+        for mode in modes:
+            ws.searcher._cache.clear()  # every mode pays for its own query embedding
+            ws.embedder._cache.clear()  # type: ignore[attr-defined]
+            ts = time.perf_counter()
+            hits = ws.search(text, K, mode=mode)
+            latency[mode].append(time.perf_counter() - ts)
+            ranked = [h.path for h in hits]
+            m = evaluate(ranked, relevant)
+            per_mode[mode].append(m)
+            if mode == "hybrid" and not m["top5"] and len(misses) < args.misses:
+                misses.append(f"  {q['query']!r} want {sorted(relevant)[:2]} got {ranked[:3]}")
+        per_mode["bm25"].append(evaluate(bm25.search(text), relevant))
+
+    summary = {m: mean_metrics(rows) for m, rows in per_mode.items()}
+    by_kind: dict[str, dict[str, dict[str, float]]] = {}
+    kind_values = sorted({k for k in kinds.values() if k})
+    for kind in kind_values:
+        idx = [i for i in range(len(queries)) if kinds[str(i)] == kind]
+        by_kind[kind] = {
+            m: {"n": len(idx), **mean_metrics([rows[i] for i in idx])}
+            for m, rows in per_mode.items()
+        }
+    lat = {m: {"p50_ms": round(statistics.median(v) * 1000, 2),
+               "p95_ms": round(sorted(v)[int(0.95 * (len(v) - 1))] * 1000, 2)}
+           for m, v in latency.items() if v}
+
+    cols = ["top1", "top3", "top5", "top10", "mrr10", "ndcg10"]
+    print(f"\n{vault.name}: {len(queries)} queries ({sanitized} sanitized), "
+          f"{report.files_total} notes, {ws.manifest.counts()[1]} chunks")
+    print(f"{'mode':<10}" + "".join(f"{c:>8}" for c in cols) + f"{'p50 ms':>9}")
+    for m, s in summary.items():
+        p50 = lat.get(m, {}).get("p50_ms", "")
+        print(f"{m:<10}" + "".join(f"{s[c]:>8.3f}" for c in cols) + f"{p50:>9}")
+    for kind, table in by_kind.items():
+        print(f"  kind={kind} (n={table[modes[0] if modes else 'bm25']['n']}): " + ", ".join(
+            f"{m} top1 {s['top1']:.2f} top3 {s['top3']:.2f}" for m, s in table.items()))
+    if misses:
+        print("hybrid misses at top-5:")
+        print("\n".join(misses))
+
+    result = {
+        "vault": str(vault),
+        "queries_file": str(args.queries),
+        "queries": len(queries),
+        "sanitized_queries": sanitized,
+        "raw": args.raw,
+        "notes": report.files_total,
+        "chunks": ws.manifest.counts()[1],
+        "k": K,
+        "per_file": 1,
+        "label": args.label,
+        "fts_tokenizer": tokenizer,
+        "metrics": summary,
+        "by_kind": by_kind,
+        "latency": lat,
+    }
+    ws.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    if tmp is not None:
+        tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
