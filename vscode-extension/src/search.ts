@@ -26,12 +26,13 @@ const isMultiRoot = (): boolean => (vscode.workspace.workspaceFolders?.length ??
 export async function openHit(hit: Hit, options: { preview: boolean; preserveFocus: boolean }): Promise<vscode.TextEditor> {
   const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(hit.uri));
   const { start, end } = sectionLines(hit, doc.lineCount);
-  const selection = new vscode.Selection(doc.lineAt(end).range.end, new vscode.Position(start, 0));
   const editor = await vscode.window.showTextDocument(doc, {
     preview: options.preview,
     preserveFocus: options.preserveFocus,
-    selection,
   });
+  // Set after showing: the `selection` option of showTextDocument takes a Range and so loses the
+  // direction, which would leave the cursor at the end of the section.
+  editor.selection = new vscode.Selection(doc.lineAt(end).range.end, new vscode.Position(start, 0));
   editor.revealRange(new vscode.Range(start, 0, end, 0), vscode.TextEditorRevealType.AtTop);
   return editor;
 }

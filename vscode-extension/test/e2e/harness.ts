@@ -1,0 +1,246 @@
+// Runs code-server with a fresh profile and drives its workbench through playwright-core. Only
+// loopback addresses are used; Chromium is Debian's (never a downloaded build).
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+
+const run = promisify(execFile);
+
+export const EXTENSION_ROOT = path.resolve(__dirname, '../../..');
+export const RESULTS_DIR = path.join(EXTENSION_ROOT, 'test-results');
+
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export function log(message: string): void {
+  process.stderr.write(`[e2e ${new Date().toISOString().slice(11, 23)}] ${message}\n`);
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function httpOk(url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = http.get(url, (res) => {
+      res.resume();
+      resolve((res.statusCode ?? 500) < 500);
+    });
+    req.on('error', () => resolve(false));
+    req.setTimeout(2000, () => req.destroy());
+  });
+}
+
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs: number,
+  intervalMs = 250,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)}` : ''}`);
+}
+
+export interface CodeServer {
+  url: string;
+  process: ChildProcess;
+  userDataDir: string;
+  stop(): Promise<void>;
+}
+
+export interface CodeServerOptions {
+  bin: string;
+  userDataDir: string;
+  extensionsDir: string;
+  settings: Record<string, unknown>;
+  logFile: string;
+}
+
+function profileArgs(o: CodeServerOptions): string[] {
+  return ['--user-data-dir', o.userDataDir, '--extensions-dir', o.extensionsDir];
+}
+
+export async function installExtension(o: CodeServerOptions, vsix: string): Promise<void> {
+  const { stdout, stderr } = await run(o.bin, [...profileArgs(o), '--install-extension', vsix, '--force'], {
+    timeout: 120_000,
+  });
+  log(`install-extension: ${(stdout + stderr).trim().split('\n').slice(-1)[0] ?? ''}`);
+}
+
+export async function startCodeServer(o: CodeServerOptions): Promise<CodeServer> {
+  fs.mkdirSync(path.join(o.userDataDir, 'User'), { recursive: true });
+  fs.writeFileSync(path.join(o.userDataDir, 'User', 'settings.json'), JSON.stringify(o.settings, null, 2));
+  const port = await freePort();
+  const out = fs.openSync(o.logFile, 'a');
+  const child = spawn(
+    o.bin,
+    [
+      ...profileArgs(o),
+      '--bind-addr', `127.0.0.1:${port}`,
+      '--auth', 'none',
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--disable-getting-started-override',
+    ],
+    { stdio: ['ignore', out, out], detached: true },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor('code-server to listen', () => httpOk(`${url}/healthz`), 60_000);
+  log(`code-server on ${url} (pid ${child.pid})`);
+  return {
+    url,
+    process: child,
+    userDataDir: o.userDataDir,
+    stop: async () => {
+      if (child.exitCode !== null || child.pid === undefined) return;
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      // Its own process group: the extension host and the Python server go with it.
+      try {
+        process.kill(-child.pid, 'SIGTERM');
+      } catch {
+        return;
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-(child.pid ?? 0), 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }, 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+}
+
+/** The VS Code workbench in a page, with helpers that act like a user at the keyboard. */
+export class Workbench {
+  constructor(readonly page: Page) {}
+
+  get quickInput(): Locator {
+    return this.page.locator('.quick-input-widget');
+  }
+
+  get quickInputBox(): Locator {
+    return this.quickInput.locator('.quick-input-box input');
+  }
+
+  quickRows(hasText?: string | RegExp): Locator {
+    const rows = this.quickInput.locator('.quick-input-list .monaco-list-row');
+    return hasText === undefined ? rows : rows.filter({ hasText });
+  }
+
+  async waitReady(): Promise<void> {
+    await this.page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    await this.page.locator('.statusbar').waitFor({ timeout: 60_000 });
+    // the explorer lists the vault once the workspace folder is open
+    await this.page.locator('.explorer-folders-view .monaco-list-row').first().waitFor({ timeout: 60_000 });
+  }
+
+  /** F1 is the one palette shortcut the browser never takes for itself. */
+  async openPalette(prefix: '>' | '' = '>'): Promise<void> {
+    await this.closeQuickInput();
+    await this.page.keyboard.press('F1');
+    await this.quickInputBox.waitFor({ state: 'visible' });
+    if (prefix === '') {
+      await this.quickInputBox.fill('');
+    }
+  }
+
+  async closeQuickInput(): Promise<void> {
+    if (await this.quickInput.isVisible()) {
+      await this.page.keyboard.press('Escape');
+      await this.quickInput.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+    }
+  }
+
+  async runCommand(title: string): Promise<void> {
+    await this.openPalette('>');
+    await this.quickInputBox.fill(`>${title}`);
+    await this.quickRows(title).first().waitFor({ timeout: 15_000 });
+    await this.focusRow(title);
+    await this.page.keyboard.press('Enter');
+  }
+
+  /** Moves the list focus with the arrow keys until the focused row contains `text`. */
+  async focusRow(text: string | RegExp, maxSteps = 25): Promise<void> {
+    for (let i = 0; i < maxSteps; i++) {
+      const focused = this.quickInput.locator('.quick-input-list .monaco-list-row.focused');
+      const label = (await focused.count()) > 0 ? await focused.first().innerText() : '';
+      if (typeof text === 'string' ? label.includes(text) : text.test(label)) return;
+      await this.page.keyboard.press('ArrowDown');
+    }
+    throw new Error(`no row matching ${String(text)} in the quick pick`);
+  }
+
+  /** Quick Open (file by name), as Ctrl+P would, through F1 without the ">" prefix. */
+  async openFile(relPath: string): Promise<void> {
+    await this.openPalette('');
+    await this.quickInputBox.fill(relPath);
+    const name = path.basename(relPath);
+    await this.quickRows(name).first().waitFor({ timeout: 15_000 });
+    await this.focusRow(name);
+    await this.page.keyboard.press('Enter');
+    await this.activeTab(name);
+  }
+
+  async activeTab(name: string): Promise<void> {
+    await this.page
+      .locator('.tabs-container .tab.active', { hasText: name })
+      .waitFor({ timeout: 15_000 });
+    await this.page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor();
+  }
+
+  /** "Ln 12, Col 1 (210 selected)" from the status bar. */
+  async cursorStatus(): Promise<string> {
+    return (await this.page.locator('[id="status.editor.selection"]').innerText()).trim();
+  }
+
+  /** The mdsearch status bar item's text (the codicon is an element, not text). */
+  async mdsearchStatus(): Promise<string> {
+    const item = this.page.locator('.statusbar-item', { hasText: /mdsearch:|\bsections?\b/ });
+    return (await item.count()) > 0 ? (await item.first().innerText()).trim() : '';
+  }
+
+  async screenshot(name: string): Promise<string> {
+    fs.mkdirSync(RESULTS_DIR, { recursive: true });
+    const file = path.join(RESULTS_DIR, name);
+    await this.page.screenshot({ path: file });
+    log(`screenshot ${file}`);
+    return file;
+  }
+}

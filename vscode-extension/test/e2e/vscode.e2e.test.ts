@@ -1,0 +1,216 @@
+// End to end: the packaged .vsix in code-server (VS Code 1.100) in headless Chromium, against the
+// real `python -m mdsearch_ls serve`. Search a paraphrase and open the hit, hover a heading for
+// related sections, edit and save a note and find the new text.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Browser } from 'playwright-core';
+import {
+  type CodeServer,
+  EXTENSION_ROOT,
+  installExtension,
+  launchBrowser,
+  log,
+  RESULTS_DIR,
+  startCodeServer,
+  waitFor,
+  Workbench,
+} from './harness';
+
+const PYTHON = path.resolve(EXTENSION_ROOT, process.env.MDSEARCH_PYTHON ?? '../.venv/bin/python');
+const CODE_SERVER = process.env.CODE_SERVER ?? '/opt/mdsearch-code-server/node_modules/.bin/code-server';
+const VSIX = path.resolve(EXTENSION_ROOT, process.env.MDSEARCH_VSIX ?? 'mdsearch.vsix');
+const FIXTURE = path.join(EXTENSION_ROOT, 'test', 'fixtures', 'vault');
+const SCREENSHOTS = path.resolve(EXTENSION_ROOT, '..', 'docs', 'screenshots');
+
+/** Line (1-based) of a heading in a fixture note, for the "opened at that line" check. */
+function headingLine(file: string, heading: string): number {
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const index = lines.findIndex((l) => l.trim() === heading);
+  assert.ok(index >= 0, `${heading} not in ${file}`);
+  return index + 1;
+}
+
+const timings: Record<string, number> = {};
+async function timed<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  const start = Date.now();
+  try {
+    return await fn();
+  } finally {
+    timings[name] = Date.now() - start;
+    log(`${name}: ${timings[name]} ms`);
+  }
+}
+
+describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
+  let tmp: string;
+  let vault: string;
+  let server: CodeServer | undefined;
+  let browser: Browser | undefined;
+  let wb: Workbench;
+
+  before(async () => {
+    assert.ok(fs.existsSync(CODE_SERVER), `code-server not found at ${CODE_SERVER} (run /work/shared/tools/install-code-server)`);
+    assert.ok(fs.existsSync(VSIX), `${VSIX} missing: run npm run package first`);
+    assert.ok(fs.existsSync(PYTHON), `Python not found at ${PYTHON} (set MDSEARCH_PYTHON)`);
+    fs.rmSync(RESULTS_DIR, { recursive: true, force: true });
+    fs.mkdirSync(RESULTS_DIR, { recursive: true });
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mdsearch-e2e-'));
+    vault = path.join(tmp, 'vault');
+    fs.cpSync(FIXTURE, vault, { recursive: true });
+    const options = {
+      bin: CODE_SERVER,
+      userDataDir: path.join(tmp, 'user-data'),
+      extensionsDir: path.join(tmp, 'extensions'),
+      logFile: path.join(RESULTS_DIR, 'code-server.log'),
+      settings: {
+        'security.workspace.trust.enabled': false,
+        'mdsearch.server.pythonPath': PYTHON,
+        'mdsearch.indexDir': path.join(tmp, 'index'),
+        'mdsearch.trace.server': 'messages',
+        'workbench.startupEditor': 'none',
+        'workbench.tips.enabled': false,
+        'workbench.enableExperiments': false,
+        'telemetry.telemetryLevel': 'off',
+        'update.mode': 'none',
+        'extensions.autoCheckUpdates': false,
+        'extensions.autoUpdate': false,
+        'extensions.ignoreRecommendations': true,
+        'git.enabled': false,
+        'files.autoSave': 'off',
+        'editor.hover.delay': 300,
+        'editor.minimap.enabled': false,
+        'window.commandCenter': false,
+      },
+    };
+    await timed('install-extension', () => installExtension(options, VSIX));
+    server = await timed('start-code-server', () => startCodeServer(options));
+    browser = await launchBrowser();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.on('pageerror', (e) => log(`page error: ${e.message}`));
+    wb = new Workbench(page);
+    await timed('open-workbench', async () => {
+      await page.goto(`${server?.url}/?folder=${encodeURIComponent(vault)}`);
+      await wb.waitReady();
+    });
+  });
+
+  after(async () => {
+    fs.writeFileSync(path.join(RESULTS_DIR, 'timings.json'), JSON.stringify(timings, null, 2));
+    if (wb) await wb.screenshot('final.png').catch(() => undefined);
+    await browser?.close().catch(() => undefined);
+    await server?.stop().catch(() => undefined);
+    // The extension's log (interpreter, server stderr, LSP trace) is the first thing to read when
+    // this test fails.
+    if (server) {
+      const logs = path.join(server.userDataDir, 'logs');
+      if (fs.existsSync(logs)) fs.cpSync(logs, path.join(RESULTS_DIR, 'vscode-logs'), { recursive: true });
+    }
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('starts the server and indexes the vault (status bar shows the section count)', async () => {
+    const text = await timed('first-index', () =>
+      waitFor('the status bar to show the section count', async () => {
+        const t = await wb.mdsearchStatus();
+        if (/error/.test(t)) throw new Error(`status bar: ${t}`);
+        return /^\d[\d,]* sections?$/.test(t) ? t : undefined;
+      }, 180_000, 500),
+    );
+    log(`status bar: ${text}`);
+    const count = Number(text.replace(/\D/g, ''));
+    assert.ok(count >= 10, `expected at least 10 sections, got ${text}`);
+  });
+
+  it('finds a section from a paraphrased query and opens it at its heading', async () => {
+    const line = headingLine(path.join(vault, 'garden.md'), '## Watering schedule');
+    await timed('search', async () => {
+      await wb.runCommand('Markdown Search: Search Notes');
+      await wb.quickInputBox.waitFor({ state: 'visible' });
+      await wb.page.keyboard.type('how often should I irrigate the vegetable beds', { delay: 15 });
+      await wb.quickRows('Watering schedule').first().waitFor({ timeout: 20_000 });
+    });
+    const rows = await wb.quickRows().allInnerTexts();
+    log(`hits: ${rows.map((r) => r.replace(/\s+/g, ' ').slice(0, 80)).join(' | ')}`);
+    assert.ok(rows.some((r) => r.includes('garden.md')), 'the hit shows its path');
+    // the active row is previewed in the editor while the pick stays open
+    await wb.page.locator('.tabs-container .tab', { hasText: 'garden.md' }).waitFor({ timeout: 10_000 });
+    assert.equal(await wb.quickInput.isVisible(), true, 'the preview keeps the pick open');
+    await wb.page.waitForTimeout(300); // let the preview editor paint for the screenshot
+    await wb.screenshot('vscode-search.png');
+    await wb.focusRow('Watering schedule');
+    await wb.page.keyboard.press('Enter');
+    await wb.quickInput.waitFor({ state: 'hidden' });
+    await wb.activeTab('garden.md');
+    const cursor = await waitFor('the cursor on the heading', async () => {
+      const s = await wb.cursorStatus();
+      return s.startsWith(`Ln ${line},`) ? s : undefined;
+    }, 10_000);
+    assert.match(cursor, /selected/, 'the section is selected');
+    await wb.screenshot('opened-section.png');
+  });
+
+  it('shows related sections from another note when hovering a heading', async () => {
+    await wb.openFile('cooking/recipes.md');
+    const heading = wb.page.locator('.editor-instance .view-line', { hasText: 'Tomato sauce' }).first();
+    await heading.waitFor();
+    const hover = wb.page.locator('.monaco-hover:not(.hidden)', { hasText: /Related sections/i });
+    await timed('hover', () =>
+      waitFor('the related-sections hover', async () => {
+        await wb.page.mouse.move(5, 5);
+        await heading.getByText('Tomato sauce').first().hover();
+        await hover.first().waitFor({ state: 'visible', timeout: 4000 });
+        return true;
+      }, 45_000, 500),
+    );
+    const text = await hover.first().innerText();
+    log(`hover: ${text.replace(/\s+/g, ' ').slice(0, 200)}`);
+    assert.match(text, /garden/i, 'a section of garden.md is related to the tomato sauce recipe');
+    await wb.page.waitForTimeout(600); // the hover fades in
+    await wb.screenshot('vscode-hover.png');
+    await wb.page.mouse.move(5, 5);
+  });
+
+  it('indexes an edited note on save so the new text is found', async () => {
+    await wb.openFile('finance/budget.md');
+    await wb.page.locator('.editor-instance .view-lines').first().click();
+    await wb.page.keyboard.press('Control+End');
+    await wb.page.keyboard.press('Enter');
+    await wb.page.keyboard.type(
+      '## Emergency fund\n\nKeep six months of rent and bills in a separate account in case one of us loses their job.\n',
+    );
+    await wb.page.keyboard.press('Control+s');
+    await wb.page.locator('.tabs-container .tab.active.dirty').waitFor({ state: 'detached', timeout: 10_000 });
+    const found = await timed('save-then-search', () =>
+      waitFor('the saved section in the results', async () => {
+        await wb.runCommand('Markdown Search: Search Notes');
+        await wb.quickInputBox.waitFor({ state: 'visible' });
+        await wb.page.keyboard.type('money put aside in case we get laid off', { delay: 10 });
+        try {
+          await wb.quickRows('Emergency fund').first().waitFor({ timeout: 5000 });
+          return true;
+        } catch {
+          await wb.closeQuickInput();
+          return false;
+        }
+      }, 60_000, 1000),
+    );
+    assert.equal(found, true);
+    await wb.screenshot('save-then-search.png');
+    await wb.focusRow('Emergency fund');
+    await wb.page.keyboard.press('Enter');
+    await wb.activeTab('budget.md');
+    assert.match(await wb.cursorStatus(), new RegExp(`^Ln ${headingLine(path.join(vault, 'finance/budget.md'), '## Emergency fund')},`));
+  });
+
+  it('copies the search and hover screenshots to docs/screenshots', () => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    for (const name of ['vscode-search.png', 'vscode-hover.png']) {
+      const src = path.join(RESULTS_DIR, name);
+      assert.ok(fs.existsSync(src), `${name} was not taken`);
+      fs.copyFileSync(src, path.join(SCREENSHOTS, name));
+    }
+  });
+});
