@@ -1,0 +1,48 @@
+"""initialize answers at once; the first index runs in the background with progress."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from .conftest import Server
+from .helpers import expected_counts
+
+
+async def test_initialize_is_fast(main: Server) -> None:
+    print(f"[{main.profile}] process start -> initialize response: {main.init_seconds:.2f}s")
+    assert main.init_seconds < 5.0
+    caps = main.init_result.capabilities
+    assert caps.workspace_symbol_provider
+    assert caps.hover_provider
+    assert set(caps.execute_command_provider.commands) >= {
+        "mdsearch.search", "mdsearch.related", "mdsearch.reindex", "mdsearch.status"
+    }
+
+
+async def test_progress_begin_and_end(main: Server) -> None:
+    begins = main.progress_begins()
+    assert any(b.title == "Indexing notes" for b in begins), main.client.progress_reports
+    ends = main.progress_ends()
+    assert ends, main.client.progress_reports
+    files, chunks = expected_counts(main.root)
+    assert any(f"{files} files" in e and f"{chunks} chunks" in e for e in ends), ends
+
+
+async def test_status_ready_with_counts(main: Server) -> None:
+    st = main.extra["ready"]
+    files, chunks = expected_counts(main.root)
+    assert st["state"] == "ready"
+    (folder,) = st["folders"]
+    assert folder["files"] == files == 6
+    assert folder["chunks"] == chunks
+    # the custom notification reached the client too, and said ready at some point
+    notes = main.client.status_notes
+    assert notes
+    assert any(getattr(n, "state", None) == "ready" for n in notes)
+
+
+async def test_watchers_registered_when_client_can(main: Server) -> None:
+    regs = getattr(main.client, "registrations", [])
+    methods = {r.method for r in regs}
+    if main.profile == "visual-studio-code":
+        assert types.WORKSPACE_DID_CHANGE_WATCHED_FILES in methods
