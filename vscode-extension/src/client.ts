@@ -57,6 +57,7 @@ export class ServerManager implements vscode.Disposable {
   private clientDisposables: vscode.Disposable[] = [];
   private lifecycle: Promise<void> = Promise.resolve();
   private stopping = false;
+  private statusNotifications = 0;
   private interpreter: Interpreter | undefined;
   private readonly statusEmitter = new vscode.EventEmitter<ClientStatus>();
   private readonly disposables: vscode.Disposable[] = [this.statusEmitter];
@@ -192,6 +193,7 @@ export class ServerManager implements vscode.Disposable {
     this.client = client;
     this.clientDisposables.push(
       client.onNotification(StatusNotification, (params: unknown) => {
+        this.statusNotifications += 1;
         const status = parseStatus(params);
         if (status) this.emit({ kind: 'server', status });
       }),
@@ -220,9 +222,11 @@ export class ServerManager implements vscode.Disposable {
   /** Asks for the status once after start: notifications sent before our handler was attached, or
    * by a server that only answers the command, would otherwise leave the bar at "starting". */
   private async seedStatus(): Promise<void> {
+    const seen = this.statusNotifications;
     try {
       const status = parseStatus(await this.execute('mdsearch.status', []));
-      if (status) this.emit({ kind: 'server', status });
+      // A notification that arrived meanwhile is newer than this answer; keep it.
+      if (status && this.statusNotifications === seen) this.emit({ kind: 'server', status });
     } catch (error) {
       this.output.warn(`mdsearch.status failed: ${String(error)}`);
     }

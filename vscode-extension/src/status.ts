@@ -157,9 +157,10 @@ export interface ProgressReport {
 }
 
 /** Shows a notification with progress for the first index of a vault (a workspace that never
- * reached "ready", or folders that start from zero sections), and closes it when indexing ends.
- * Later re-indexing stays in the status bar only. `start` opens the notification; it may call its
- * task later (VS Code does), so updates before that are kept and replayed. */
+ * reached "ready", or folders that start from zero sections), and closes it when the index is
+ * ready, fails, or the server goes away. Loading the model counts as part of that wait: for a new
+ * vault it is most of it. Later re-indexing stays in the status bar only. `start` opens the
+ * notification; it may call its task later (VS Code does), so updates before that are replayed. */
 export class FirstIndexNotice {
   private active = false;
   private report: ((p: ProgressReport) => void) | undefined;
@@ -167,7 +168,7 @@ export class FirstIndexNotice {
   private reported = 0;
   private percent = 0;
   private message: string | undefined;
-  private wasIndexing = false;
+  private wasBusy = false;
 
   constructor(
     private readonly start: (task: (report: (p: ProgressReport) => void) => Promise<void>) => void,
@@ -181,8 +182,9 @@ export class FirstIndexNotice {
 
   /** Feed every status; undefined means the server went away. */
   update(s: StatusParams | undefined): void {
-    const indexing = s?.state === 'indexing';
-    if (indexing && s && !this.wasIndexing && !this.active && (!this.alreadyIndexed() || isFirstIndex(s))) {
+    const busy = s?.state === 'indexing' || s?.state === 'loading-model';
+    const first = s !== undefined && (!this.alreadyIndexed() || isFirstIndex(s));
+    if (busy && !this.wasBusy && !this.active && first) {
       this.active = true;
       this.reported = 0;
       this.percent = 0;
@@ -200,14 +202,18 @@ export class FirstIndexNotice {
           }),
       );
     }
-    this.wasIndexing = indexing;
+    this.wasBusy = busy;
     if (s?.state === 'ready') this.markIndexed();
-    if (indexing && s && this.active) {
-      if (s.percentage !== undefined) this.percent = Math.max(this.percent, clampPercent(s.percentage));
-      if (s.message) this.message = s.message;
+    if (busy && s && this.active) {
+      if (s.state === 'loading-model') {
+        this.message = 'loading the embedding model';
+      } else {
+        if (s.percentage !== undefined) this.percent = Math.max(this.percent, clampPercent(s.percentage));
+        this.message = s.message ?? 'indexing';
+      }
       this.flush();
     }
-    if (!indexing && this.active) {
+    if (!busy && this.active) {
       this.active = false;
       this.finish?.();
       this.finish = undefined;

@@ -69,7 +69,7 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
         'security.workspace.trust.enabled': false,
         'mdsearch.server.pythonPath': PYTHON,
         'mdsearch.indexDir': path.join(tmp, 'index'),
-        'mdsearch.trace.server': 'messages',
+        'mdsearch.trace.server': 'verbose',
         'workbench.startupEditor': 'none',
         'workbench.tips.enabled': false,
         'workbench.enableExperiments': false,
@@ -112,13 +112,24 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
   });
 
   it('starts the server and indexes the vault (status bar shows the section count)', async () => {
+    const seen = new Set<string>();
+    let notified = false;
+    const toast = wb.page.locator('.notification-toast', { hasText: 'mdsearch: indexing notes' });
     const text = await timed('first-index', () =>
       waitFor('the status bar to show the section count', async () => {
         const t = await wb.mdsearchStatus();
         if (/error/.test(t)) throw new Error(`status bar: ${t}`);
+        const state = t.replace(/\d+%/, 'N%');
+        if (!seen.has(state)) log(`status bar: ${t}`);
+        seen.add(state);
+        if (!notified && (await toast.count()) > 0) {
+          notified = true;
+          await wb.screenshot('first-index.png');
+        }
         return /^\d[\d,]* sections?$/.test(t) ? t : undefined;
-      }, 180_000, 500),
+      }, 180_000, 200),
     );
+    log(`first-index notification seen: ${notified}`);
     log(`status bar: ${text}`);
     const count = Number(text.replace(/\D/g, ''));
     assert.ok(count >= 10, `expected at least 10 sections, got ${text}`);

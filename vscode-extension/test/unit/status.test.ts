@@ -155,6 +155,25 @@ describe('first index notification', () => {
     assert.equal(h.counts().opened, 1);
   });
 
+  it('covers model loading and survives the server flipping between loading and indexing', async () => {
+    const h = harness(false);
+    h.notice.update({ state: 'indexing', folders: [fresh] });
+    h.notice.update({ state: 'loading-model', folders: [fresh] });
+    h.notice.update({ state: 'indexing', percentage: 60, message: '3/5 files', folders: [fresh] });
+    h.notice.update({ state: 'ready', folders: [folder()] });
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(h.counts(), { opened: 1, closed: 1, marked: true });
+    assert.deepEqual(h.reports.map((r) => r.message), [undefined, 'indexing', 'loading the embedding model', '3/5 files']);
+  });
+
+  it('closes on a server error', async () => {
+    const h = harness(false);
+    h.notice.update({ state: 'loading-model', folders: [fresh] });
+    h.notice.update({ state: 'error', message: 'no model', folders: [fresh] });
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(h.counts(), { opened: 1, closed: 1, marked: false });
+  });
+
   it('stays quiet for a workspace that was indexed before', () => {
     const h = harness(true);
     h.notice.update({ state: 'indexing', percentage: 5, folders: [folder({ state: 'indexing' })] });
