@@ -1,0 +1,54 @@
+"""Invalid settings: a window/showMessage warning naming the setting, then defaults."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsprotocol import types
+
+from .conftest import Server
+from .helpers import expected_counts
+
+
+def warnings(server: Server) -> list[str]:
+    return [m.message for m in server.client.messages if m.type == types.MessageType.Warning]
+
+
+async def test_invalid_init_option_warns_and_defaults_apply(alt: Server) -> None:
+    msgs = warnings(alt)
+    assert any("chunkSize" in m for m in msgs), msgs
+    # chunking fell back to the default: the same chunk count as a default index
+    st = await alt.status()
+    files, chunks = expected_counts(alt.root)
+    assert st["folders"][0]["files"] == files
+    assert st["folders"][0]["chunks"] == chunks
+    # valid options given alongside still apply
+    assert len(await alt.symbols("notes about anything")) <= 7
+    hits = await alt.search("sourdough starter feeding", limit=2)
+    assert hits and hits[0]["path"] == "sourdough.md"
+
+
+async def test_invalid_setting_from_configuration_change(alt: Server) -> None:
+    """Runs last on this server: it replaces its settings."""
+    alt.client.set_configuration({"hover": {"minScore": 7}}, section="mdsearch")
+    alt.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"mdsearch": {"hover": {"minScore": 7}}})
+    )
+
+    async def warned() -> bool:
+        await asyncio.sleep(0)
+        return any("hover.minScore" in m for m in warnings(alt))
+
+    await alt.wait_for(warned, timeout=20)
+    # still works, with the default hover threshold: hover finds related notes again
+    st = await alt.status()
+    assert st["state"] in ("ready", "indexing")
+    hits = await alt.search("telescope aperture", limit=1)
+    assert hits[0]["path"] == "hobbies/stargazing.md"
+    result = await alt.client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=alt.uri("flour.md")),
+            position=types.Position(line=6, character=0),
+        )
+    )
+    assert result is not None, "hover.minScore should be back to its default"
