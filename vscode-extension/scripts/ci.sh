@@ -51,5 +51,6 @@ python=${MDSEARCH_PYTHON:-../.venv/bin/python}
 [[ $python == /* ]] || python=$ext_dir/$python
 [[ -x $python ]] || { echo "no Python at $python (set MDSEARCH_PYTHON)" >&2; exit 1; }
 "$python" -c 'import mdsearch_ls' || { echo "$python cannot import mdsearch_ls" >&2; exit 1; }
+rm -rf test-results
 CODE_SERVER=$code_server MDSEARCH_PYTHON=$python node --test --test-concurrency=1 out/test/e2e/
 step "done"

@@ -4,6 +4,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
@@ -243,4 +244,86 @@ export class Workbench {
     log(`screenshot ${file}`);
     return file;
   }
+}
+
+export interface Session {
+  tmp: string;
+  vault: string;
+  server: CodeServer;
+  browser: Browser;
+  wb: Workbench;
+  close(): Promise<void>;
+}
+
+export interface SessionOptions {
+  codeServer: string;
+  vsix: string;
+  /** Folder copied to `<tmp>/vault` and opened. */
+  fixture: string;
+  /** User settings on top of the quiet defaults below. */
+  settings: Record<string, unknown>;
+  /** Prefix for log files in test-results/. */
+  name: string;
+  timed?: <T>(step: string, fn: () => Promise<T>) => Promise<T>;
+}
+
+/** Settings that keep a fresh profile quiet: no trust prompt, welcome page, tips or updates. */
+export const QUIET_SETTINGS: Record<string, unknown> = {
+  'security.workspace.trust.enabled': false,
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'workbench.enableExperiments': false,
+  'telemetry.telemetryLevel': 'off',
+  'update.mode': 'none',
+  'extensions.autoCheckUpdates': false,
+  'extensions.autoUpdate': false,
+  'extensions.ignoreRecommendations': true,
+  'git.enabled': false,
+  'files.autoSave': 'off',
+  'editor.hover.delay': 300,
+  'editor.minimap.enabled': false,
+  'window.commandCenter': false,
+};
+
+/** Fresh profile, the .vsix installed, code-server started, the vault open in Chromium. */
+export async function openSession(o: SessionOptions): Promise<Session> {
+  const timed = o.timed ?? (<T>(_step: string, fn: () => Promise<T>) => fn());
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), `mdsearch-e2e-${o.name}-`));
+  const vault = path.join(tmp, 'vault');
+  fs.cpSync(o.fixture, vault, { recursive: true });
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const options: CodeServerOptions = {
+    bin: o.codeServer,
+    userDataDir: path.join(tmp, 'user-data'),
+    extensionsDir: path.join(tmp, 'extensions'),
+    logFile: path.join(RESULTS_DIR, `${o.name}-code-server.log`),
+    settings: { ...QUIET_SETTINGS, ...o.settings },
+  };
+  await timed('install-extension', () => installExtension(options, o.vsix));
+  const server = await timed('start-code-server', () => startCodeServer(options));
+  const browser = await launchBrowser();
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.on('pageerror', (e) => log(`page error: ${e.message}`));
+  const wb = new Workbench(page);
+  await timed('open-workbench', async () => {
+    await page.goto(`${server.url}/?folder=${encodeURIComponent(vault)}`);
+    await wb.waitReady();
+  });
+  return {
+    tmp,
+    vault,
+    server,
+    browser,
+    wb,
+    close: async () => {
+      await wb.screenshot(`${o.name}-final.png`).catch(() => undefined);
+      await browser.close().catch(() => undefined);
+      await server.stop().catch(() => undefined);
+      // The extension's log (interpreter, server stderr, LSP trace) is the first thing to read
+      // when a test fails.
+      const logs = path.join(options.userDataDir, 'logs');
+      if (fs.existsSync(logs)) fs.cpSync(logs, path.join(RESULTS_DIR, `${o.name}-vscode-logs`), { recursive: true });
+      fs.rmSync(tmp, { recursive: true, force: true });
+    },
+  };
 }

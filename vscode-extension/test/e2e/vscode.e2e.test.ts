@@ -6,24 +6,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
-import {
-  type CodeServer,
-  EXTENSION_ROOT,
-  installExtension,
-  launchBrowser,
-  log,
-  RESULTS_DIR,
-  startCodeServer,
-  waitFor,
-  Workbench,
-} from './harness';
-
-const PYTHON = path.resolve(EXTENSION_ROOT, process.env.MDSEARCH_PYTHON ?? '../.venv/bin/python');
-const CODE_SERVER = process.env.CODE_SERVER ?? '/opt/mdsearch-code-server/node_modules/.bin/code-server';
-const VSIX = path.resolve(EXTENSION_ROOT, process.env.MDSEARCH_VSIX ?? 'mdsearch.vsix');
-const FIXTURE = path.join(EXTENSION_ROOT, 'test', 'fixtures', 'vault');
-const SCREENSHOTS = path.resolve(EXTENSION_ROOT, '..', 'docs', 'screenshots');
+import { CODE_SERVER, FIXTURE, PYTHON, SCREENSHOTS, VSIX } from './config';
+import { log, openSession, RESULTS_DIR, type Session, waitFor, type Workbench } from './harness';
 
 /** Line (1-based) of a heading in a fixture note, for the "opened at that line" check. */
 function headingLine(file: string, heading: string): number {
@@ -45,70 +29,35 @@ async function timed<T>(name: string, fn: () => Promise<T>): Promise<T> {
 }
 
 describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
-  let tmp: string;
+  let session: Session | undefined;
   let vault: string;
-  let server: CodeServer | undefined;
-  let browser: Browser | undefined;
   let wb: Workbench;
 
   before(async () => {
     assert.ok(fs.existsSync(CODE_SERVER), `code-server not found at ${CODE_SERVER} (run /work/shared/tools/install-code-server)`);
     assert.ok(fs.existsSync(VSIX), `${VSIX} missing: run npm run package first`);
     assert.ok(fs.existsSync(PYTHON), `Python not found at ${PYTHON} (set MDSEARCH_PYTHON)`);
-    fs.rmSync(RESULTS_DIR, { recursive: true, force: true });
     fs.mkdirSync(RESULTS_DIR, { recursive: true });
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mdsearch-e2e-'));
-    vault = path.join(tmp, 'vault');
-    fs.cpSync(FIXTURE, vault, { recursive: true });
-    const options = {
-      bin: CODE_SERVER,
-      userDataDir: path.join(tmp, 'user-data'),
-      extensionsDir: path.join(tmp, 'extensions'),
-      logFile: path.join(RESULTS_DIR, 'code-server.log'),
+    const indexDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mdsearch-e2e-index-'));
+    session = await openSession({
+      name: 'main',
+      codeServer: CODE_SERVER,
+      vsix: VSIX,
+      fixture: FIXTURE,
+      timed,
       settings: {
-        'security.workspace.trust.enabled': false,
         'mdsearch.server.pythonPath': PYTHON,
-        'mdsearch.indexDir': path.join(tmp, 'index'),
+        'mdsearch.indexDir': indexDir,
         'mdsearch.trace.server': 'verbose',
-        'workbench.startupEditor': 'none',
-        'workbench.tips.enabled': false,
-        'workbench.enableExperiments': false,
-        'telemetry.telemetryLevel': 'off',
-        'update.mode': 'none',
-        'extensions.autoCheckUpdates': false,
-        'extensions.autoUpdate': false,
-        'extensions.ignoreRecommendations': true,
-        'git.enabled': false,
-        'files.autoSave': 'off',
-        'editor.hover.delay': 300,
-        'editor.minimap.enabled': false,
-        'window.commandCenter': false,
       },
-    };
-    await timed('install-extension', () => installExtension(options, VSIX));
-    server = await timed('start-code-server', () => startCodeServer(options));
-    browser = await launchBrowser();
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.on('pageerror', (e) => log(`page error: ${e.message}`));
-    wb = new Workbench(page);
-    await timed('open-workbench', async () => {
-      await page.goto(`${server?.url}/?folder=${encodeURIComponent(vault)}`);
-      await wb.waitReady();
     });
+    vault = session.vault;
+    wb = session.wb;
   });
 
   after(async () => {
     fs.writeFileSync(path.join(RESULTS_DIR, 'timings.json'), JSON.stringify(timings, null, 2));
-    if (wb) await wb.screenshot('final.png').catch(() => undefined);
-    await browser?.close().catch(() => undefined);
-    await server?.stop().catch(() => undefined);
-    // The extension's log (interpreter, server stderr, LSP trace) is the first thing to read when
-    // this test fails.
-    if (server) {
-      const logs = path.join(server.userDataDir, 'logs');
-      if (fs.existsSync(logs)) fs.cpSync(logs, path.join(RESULTS_DIR, 'vscode-logs'), { recursive: true });
-    }
-    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+    await session?.close();
   });
 
   it('starts the server and indexes the vault (status bar shows the section count)', async () => {
