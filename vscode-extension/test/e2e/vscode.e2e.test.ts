@@ -112,6 +112,19 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
     await wb.screenshot('opened-section.png');
   });
 
+  it('shows a bad inline filter as a message in the pick, not as a crash', async () => {
+    await wb.runCommand('Markdown Search: Search Notes');
+    await wb.quickInputBox.waitFor({ state: 'visible' });
+    await wb.page.keyboard.type('tomatoes colour:red', { delay: 10 });
+    const row = wb.quickRows(/unknown filter 'colour:'/);
+    await row.first().waitFor({ timeout: 15_000 });
+    await wb.page.keyboard.press('Enter'); // an informational row does nothing
+    assert.equal(await wb.quickInput.isVisible(), true, 'the pick stays open to fix the query');
+    await wb.quickInputBox.fill('tomatoes tag:garden-nothing');
+    await wb.quickRows(/No matching sections|Tomato/).first().waitFor({ timeout: 15_000 });
+    await wb.closeQuickInput();
+  });
+
   it('shows related sections from another note when hovering a heading', async () => {
     await wb.openFile('cooking/recipes.md');
     const heading = wb.page.locator('.editor-instance .view-line', { hasText: 'Tomato sauce' }).first();
@@ -131,6 +144,17 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
     await wb.page.waitForTimeout(600); // the hover fades in
     await wb.screenshot('vscode-hover.png');
     await wb.page.mouse.move(5, 5);
+  });
+
+  it('lists related sections for the section under the cursor', async () => {
+    await wb.openFile('cooking/recipes.md');
+    await wb.page.locator('.editor-instance .view-line', { hasText: 'Tomato sauce' }).first().getByText('Tomato sauce').first().click();
+    await wb.runCommand('Markdown Search: Related Sections');
+    await wb.quickRows('Tomatoes').first().waitFor({ timeout: 15_000 });
+    const rows = await wb.quickRows().allInnerTexts();
+    assert.ok(rows.every((r) => !r.includes('recipes.md')), `only other notes: ${rows.join(' | ')}`);
+    await wb.screenshot('related.png');
+    await wb.closeQuickInput();
   });
 
   it('indexes an edited note on save so the new text is found', async () => {
