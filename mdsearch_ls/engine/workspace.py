@@ -165,6 +165,9 @@ class Workspace:
                 self.root, settings, self.manifest, self.store, embedder,
                 index_dir=self.index_dir,
             )
+            # The manifest is the truth: repair what a crash between the Chroma write and the
+            # manifest write left, before anything reads (``--no-update`` searches, status).
+            self.repaired = self.indexer.reconcile()
             self.searcher = Searcher(
                 self.manifest, self.store, embedder, per_file=settings.per_file
             )
