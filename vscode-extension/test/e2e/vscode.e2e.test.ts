@@ -189,6 +189,30 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
     assert.match(await wb.cursorStatus(), new RegExp(`^Ln ${headingLine(path.join(vault, 'finance/budget.md'), '## Emergency fund')},`));
   });
 
+  it('restarts the server when a server setting changes', async () => {
+    assert.ok(session);
+    const file = path.join(session.server.userDataDir, 'User', 'settings.json');
+    const settings = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+    await timed('restart-on-setting', async () => {
+      // Edit settings.json in the editor, as a user would.
+      await wb.runCommand('Preferences: Open User Settings (JSON)');
+      await wb.activeTab('settings.json');
+      await wb.page.locator('.editor-instance .view-lines').first().click();
+      await wb.page.keyboard.press('Control+a');
+      await wb.page.keyboard.insertText(JSON.stringify({ ...settings, 'mdsearch.mode': 'keyword' }, null, 2));
+      await wb.page.keyboard.press('Control+s');
+      await wb.page.locator('.tabs-container .tab.active.dirty').waitFor({ state: 'detached', timeout: 10_000 });
+      await waitFor('the server to restart', async () => {
+        const t = await wb.mdsearchStatus();
+        return /stopped|starting|loading|indexing/.test(t) ? t : undefined;
+      }, 20_000, 100);
+      await waitFor('the index to be ready again', async () => {
+        const t = await wb.mdsearchStatus();
+        return /^\d[\d,]* sections?$/.test(t) ? t : undefined;
+      }, 120_000, 250);
+    });
+  });
+
   it('copies the search and hover screenshots to docs/screenshots', () => {
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     for (const name of ['vscode-search.png', 'vscode-hover.png']) {
