@@ -8,6 +8,7 @@ gets its own copy of ``tests/fixtures/lsp-vault`` and its own ``MDSEARCH_CACHE_D
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
@@ -151,10 +152,8 @@ class Server:
         if self.stopped:
             return
         self.stopped = True
-        try:
+        with contextlib.suppress(Exception):
             await asyncio.wait_for(self.client.shutdown_session(), timeout=20)
-        except Exception:
-            pass
         await self.client.stop()
 
 
