@@ -94,19 +94,19 @@ def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def fake_embedder_cls() -> type[FakeEmbedder]:
     """The class itself, for tests that need several or a custom dimension."""
     return FakeEmbedder
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def write() -> Callable[..., Path]:
     """``write(root, rel, text, mtime=None)``: create a note, folders included."""
     return write_note
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def touch_later() -> Callable[..., None]:
     """``touch_later(path, seconds=5)``: push a file's mtime forward."""
     return bump_mtime
