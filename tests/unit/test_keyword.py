@@ -1,0 +1,148 @@
+"""Tests for keyword: typed text -> FTS5 MATCH, checked against a real FTS table too."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdsearch_ls.engine.keyword import STOPWORDS, build_match, phrase_match, tokens
+from mdsearch_ls.engine.manifest import ChunkRecord, FileRecord, FileUpdate, Manifest
+
+
+def test_tokens_split_like_unicode61():
+    assert tokens("backup.retention_days") == ["backup", "retention", "days"]
+    assert tokens("Ctrl+Shift+F") == ["ctrl", "shift", "f"]
+    assert tokens("Café déjà-vu") == ["café", "déjà", "vu"]
+
+
+def test_plain_words_are_ored():
+    assert build_match("revenue tracking") == '"revenue" OR "tracking"'
+
+
+def test_repeated_words_appear_once():
+    assert build_match("budget Budget BUDGET") == '"budget"'
+
+
+def test_stopwords_are_dropped():
+    assert build_match("how do I rotate the keys") == '"rotate" OR "keys"'
+    assert {"how", "the", "i"} <= STOPWORDS
+
+
+def test_only_stopwords_keeps_them():
+    # "what is it" is a poor query, but matching nothing at all would be worse.
+    assert build_match("what is it") == '"what" OR "is" OR "it"'
+
+
+def test_dotted_identifier_adds_its_exact_sequence():
+    match = build_match("backup.retention_days")
+    terms = match.split(" OR ")
+    assert terms[:3] == ['"backup"', '"retention"', '"days"']
+    assert '"backup retention days"' in terms
+
+
+def test_key_combination():
+    match = build_match("Ctrl+Shift+F")
+    assert '"ctrl shift f"' in match.split(" OR ")
+    assert '"f"' in match.split(" OR ")
+
+
+def test_error_code():
+    match = build_match("ERR_CERT_DATE_INVALID in chrome")
+    terms = match.split(" OR ")
+    assert '"err cert date invalid"' in terms
+    assert '"chrome"' in terms
+    assert '"in"' not in terms
+
+
+def test_phrases_are_required():
+    assert build_match("deploy", ["release train"]) == '"release train" AND ("deploy")'
+    assert (
+        build_match("x", ["code freeze", "Release Train"])
+        == '"code freeze" AND "release train" AND ("x")'
+    )
+    assert build_match("", ["release train"]) == '"release train"'
+
+
+def test_nothing_to_match():
+    assert build_match("") is None
+    assert build_match("  +++ ... ") is None
+    assert build_match("", ["!!!"]) is None
+
+
+def test_quotes_cannot_break_the_expression():
+    match = build_match('say "hi" or "bye"')
+    assert match.count('"') % 2 == 0
+
+
+def test_phrase_match():
+    assert phrase_match(["release train"]) == '"release train"'
+    assert phrase_match(["a b", "C-D"]) == '"a b" AND "c d"'
+    assert phrase_match([]) is None
+    assert phrase_match(["..."]) is None
+
+
+# ---- against a real FTS5 table -------------------------------------------------------------
+
+
+@pytest.fixture
+def fts(tmp_path):
+    m = Manifest(tmp_path / "kw.sqlite3")
+    texts = {
+        "cfg": "Set backup.retention_days to 30 in the config file.",
+        "keys": "Press Ctrl+Shift+F to search every file.",
+        "cert": "The browser shows ERR_CERT_DATE_INVALID when the clock is wrong.",
+        "days": "Retention of documents: seven days for drafts.",
+        "plain": "Nothing of interest here.",
+        "stem": "We are tracking revenues monthly.",
+    }
+    updates = []
+    for cid, text in texts.items():
+        chunk = ChunkRecord(cid, f"{cid}.md", 0, 0, cid, cid, 0, 0, text, f"e{cid}", f"b{cid}")
+        file = FileRecord(f"{cid}.md", "h", 0.0, len(text), cid, (), (), (cid,))
+        updates.append(FileUpdate(file, (chunk,), (("", text),)))
+    m.apply(updates)
+    yield m
+    m.close()
+
+
+def ids(m: Manifest, match: str | None) -> list[str]:
+    assert match is not None
+    return [cid for cid, _ in m.keyword_search(match, 10)]
+
+
+def test_a_word_finds_it_inside_an_identifier(fts):
+    assert "cfg" in ids(fts, build_match("retention"))
+
+
+def test_the_exact_identifier_ranks_first(fts):
+    found = ids(fts, build_match("backup.retention_days"))
+    assert found[0] == "cfg"
+    assert "days" in found  # shares words: still a candidate, ranked lower
+
+
+def test_key_combination_and_error_code_are_found(fts):
+    assert ids(fts, build_match("Ctrl+Shift+F"))[0] == "keys"
+    assert ids(fts, build_match("ERR_CERT_DATE_INVALID"))[0] == "cert"
+    assert ids(fts, build_match("cert date"))[0] == "cert"
+
+
+def test_porter_stemming(fts):
+    assert ids(fts, build_match("track revenue")) == ["stem"]
+
+
+def test_stopword_query_does_not_match_everything(fts):
+    found = ids(fts, build_match("what is the retention"))
+    assert set(found) == {"cfg", "days"}
+
+
+def test_required_phrase_on_fts(fts):
+    assert ids(fts, build_match("file", ["every file"])) == ["keys"]
+    assert fts.phrase_chunk_ids(phrase_match(["retention days"])) == {"cfg"}
+    assert fts.phrase_chunk_ids(phrase_match(["days retention"])) == set()
+
+
+def test_every_built_expression_is_valid_fts5(fts):
+    for q in ['a "b', "(x) AND", "NOT near", "col:umn", "x* ^y", "-minus +plus", "NEAR(a b)",
+              "OR", "AND AND", '"', "''", "ü ß 東京"]:
+        match = build_match(q)
+        if match is not None:
+            fts.keyword_search(match, 5)  # must not raise
