@@ -148,15 +148,20 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         model = self._load()
-        with self._lock:
-            vectors = model.encode(
-                list(texts),
-                batch_size=self._batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return np.asarray(vectors, dtype=np.float32)
+        texts = list(texts)
+        parts = []
+        # The lock is taken per small batch so a query embedding can slip in between batches of
+        # a long indexing job instead of waiting for all of it.
+        for i in range(0, len(texts), self._batch_size):
+            with self._lock:
+                parts.append(model.encode(
+                    texts[i : i + self._batch_size],
+                    batch_size=self._batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                ))
+        return np.asarray(np.concatenate(parts), dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._lock:
