@@ -41,7 +41,7 @@ from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 K = 10
 CUTS = (1, 3, 5, 10)
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
-_FILTERISH = re.compile(r'(?<!\S)([A-Za-z]+):(?=\S)')
+_FILTERISH = re.compile(r'([A-Za-z]):(?=\S)')
 
 
 def tokens(text: str) -> list[str]:
@@ -102,6 +102,23 @@ def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys}
 
 
+def apply_overrides(items: list[str]) -> dict[str, object]:
+    """``search.RRF_K=30`` -> set mdsearch_ls.engine.search.RRF_K to 30 for this run."""
+    import ast
+    import importlib
+
+    done: dict[str, object] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        module, _, attr = name.rpartition(".")
+        mod = importlib.import_module(f"mdsearch_ls.engine.{module}")
+        if not hasattr(mod, attr):
+            raise SystemExit(f"--set: {module} has no {attr}")
+        setattr(mod, attr, ast.literal_eval(value))
+        done[name] = getattr(mod, attr)
+    return done
+
+
 def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
     """Give the index's FTS table ``tokenizer`` (None: the engine's), refilled from the notes."""
     conn = ws.manifest._conn()
@@ -153,10 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default="", help="free text stored in the JSON (what was tried)")
     ap.add_argument("--fts-tokenizer", default=None,
                     help="rebuild the index's FTS table with this tokenizer (an experiment)")
+    ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                    help="override an engine constant, e.g. search.KEYWORD_WEIGHT=0.8")
     ap.add_argument("--misses", type=int, default=0,
                     help="print up to N queries hybrid got wrong at top-5")
     args = ap.parse_args(argv)
 
+    overrides = apply_overrides(args.set)
     vault = args.vault.resolve()
     out = args.out or ROOT / "benchmarks" / "results" / f"quality-{vault.name}.json"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -249,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         "per_file": 1,
         "label": args.label,
         "fts_tokenizer": tokenizer,
+        "overrides": overrides,
         "metrics": summary,
         "by_kind": by_kind,
         "latency": lat,

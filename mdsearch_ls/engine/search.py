@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.store import ChromaStore
 
 RRF_K = 60
+SEMANTIC_WEIGHT = 1.0
+KEYWORD_WEIGHT = 1.0
+NOTE_FUSION = False
+MULTI_CHUNK_BONUS = 0.0
+MIN_POOL = 50
 FILTER_NAMES = ("path", "tag", "type", "modified")
 
 
@@ -320,7 +325,7 @@ class Searcher:
         allowed = self.allowed_paths(filters)
         if allowed is not None and not allowed:
             return []
-        pool = max(50, k * 6)
+        pool = max(MIN_POOL, k * 6)
         cands: dict[str, _Candidate] = {}
         phrase_ids: set[str] | None = None
         if filters.phrases:
@@ -360,13 +365,17 @@ class Searcher:
             qvec = self._query_vector_for_scores(text)
         self._fill_cosines(live.values(), qvec)
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in live.values())
+        weights = {c.chunk.id: boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
+                   for c in live.values()}
         for c in live.values():
             fused = 0.0
             if c.semantic_rank is not None:
-                fused += 1.0 / (RRF_K + c.semantic_rank)
+                fused += SEMANTIC_WEIGHT / (RRF_K + c.semantic_rank)
             if c.keyword_rank is not None:
-                fused += 1.0 / (RRF_K + c.keyword_rank)
-            c.fused = fused * boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
+                fused += KEYWORD_WEIGHT / (RRF_K + c.keyword_rank)
+            c.fused = fused * weights[c.chunk.id]
+        if NOTE_FUSION and mode == "hybrid":
+            _fuse_notes(list(live.values()), weights)
         ordered = sorted(live.values(), key=lambda c: (-c.fused, -(c.cosine or 0.0), c.chunk.id))
         return self._collapse(ordered, k, per_file, mode)
 
@@ -460,6 +469,44 @@ class Searcher:
         cands = [c for c in cands if (c.cosine or 0.0) >= min_score]
         ordered = sorted(cands, key=lambda c: (-c.fused, c.chunk.id))
         return self._collapse(ordered, k, per_file, "related")
+
+
+def _fuse_notes(cands: list[_Candidate], weights: dict[str, float]) -> None:
+    """Fuse the two lists at note level: each note enters each list at its best chunk's rank.
+
+    Chunk-level RRF splits a note's evidence when one chunk matches the meaning and another the
+    words (a long page, a section and its continuation): neither chunk gets both contributions.
+    Here every list is reduced to its notes (a note's rank is where its best chunk, boilerplate
+    weighted, stands), the note ranks are fused, and the note's best chunk carries that score;
+    its other chunks keep their own chunk-level score, so a second section of a note still has
+    to earn its place against other notes.
+    """
+    notes: dict[str, float] = {}
+    for attr, w in (("semantic_rank", SEMANTIC_WEIGHT), ("keyword_rank", KEYWORD_WEIGHT)):
+        # Each note's entry in this list: its chunk with the best boilerplate-weighted RRF term.
+        entry: dict[str, tuple[float, float]] = {}
+        for c in cands:
+            rank = getattr(c, attr)
+            if rank is None:
+                continue
+            bw = weights[c.chunk.id]
+            term = bw / (RRF_K + rank)
+            if c.chunk.path not in entry or term > entry[c.chunk.path][0]:
+                entry[c.chunk.path] = (term, bw)
+        ordered = sorted(entry.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        for note_rank, (path, (_, bw)) in enumerate(ordered, start=1):
+            notes[path] = notes.get(path, 0.0) + w * bw / (RRF_K + note_rank)
+    best: dict[str, _Candidate] = {}
+    matched: dict[str, int] = {}
+    for c in cands:
+        p = c.chunk.path
+        matched[p] = matched.get(p, 0) + 1
+        b = best.get(p)
+        if b is None or (c.fused, c.cosine or 0.0) > (b.fused, b.cosine or 0.0):
+            best[p] = c
+    for p, c in best.items():
+        bonus = MULTI_CHUNK_BONUS * math.log(matched[p]) / (RRF_K + 1)
+        c.fused = max(c.fused, notes.get(p, 0.0) + bonus)
 
 
 def boilerplate_weight(n_files: int) -> float:
