@@ -243,12 +243,12 @@ def main(argv: list[str] | None = None) -> int:
         "SELECT COUNT(*) AS n FROM file_tags GROUP BY tag ORDER BY n DESC LIMIT 1"
     ).fetchone()
     synthetic_tags = top_tag is None or top_tag[0] < 0.05 * len(paths)
-    synth = {"bench-" + (_folder_of(p) or "root") for p in paths}
+    synth = {"bench-" + (_folder_of(p) or "root").lower() for p in paths}
     if synthetic_tags:
         with conn:
             conn.executemany(
                 "INSERT OR IGNORE INTO file_tags (path, tag) VALUES (?, ?)",
-                [(p, "bench-" + (_folder_of(p) or "root")) for p in paths],
+                [(p, "bench-" + (_folder_of(p) or "root").lower()) for p in paths],
             )
     tag_counts = conn.execute(
         "SELECT tag, COUNT(*) AS n FROM file_tags GROUP BY tag ORDER BY n DESC"
