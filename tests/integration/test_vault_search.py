@@ -1,0 +1,96 @@
+"""The real model over a copy of examples/vault: the queries a user would type find their notes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.workspace import Workspace
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE_VAULT = Path(__file__).resolve().parents[2] / "examples" / "vault"
+
+
+@pytest.fixture(scope="module")
+def vault_ws(tmp_path_factory, real_embedder):
+    base = tmp_path_factory.mktemp("vault-real")
+    root = base / "vault"
+    shutil.copytree(EXAMPLE_VAULT, root)
+    ws = Workspace(root, Settings(), real_embedder, index_dir=base / "index")
+    report = ws.index()
+    assert report.files_indexed == report.files_total >= 15
+    yield ws
+    ws.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("revenue tracking", "finance/Revenue tracking.md"),
+        ("security protocols", "security/Security protocols.md"),
+        ("crisis escalation threshold", "operations/Crisis management and escalation.md"),
+        ("token efficiency", "engineering/LLM assistant context management.md"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+def test_query_finds_its_note_in_the_top_3(vault_ws, query, expected, mode):
+    hits = vault_ws.search(query, 3, mode=mode)
+    paths = [h.path for h in hits]
+    assert expected in paths, (query, mode, paths)
+    assert all(-1.0 <= h.score <= 1.0 for h in hits)
+
+
+def test_hits_point_at_real_lines(vault_ws):
+    hit = vault_ws.search("revenue tracking", 1)[0]
+    lines = (vault_ws.root / hit.path).read_text(encoding="utf-8").splitlines()
+    assert 0 <= hit.start_line <= hit.end_line < len(lines)
+    heading = lines[hit.start_line].lstrip("#").strip()
+    assert heading == hit.title
+    assert hit.breadcrumb.endswith(hit.title)
+    assert hit.snippet and not hit.snippet.startswith("#")
+
+
+def test_filters_with_the_real_model(vault_ws):
+    hits = vault_ws.search("how do we handle money path:finance/", 10)
+    assert hits and all(h.path.startswith("finance/") for h in hits)
+    assert vault_ws.search("context window tag:llm", 3)[0].path == (
+        "engineering/LLM assistant context management.md"
+    )
+
+
+def test_editing_one_file_reembeds_only_that_file(vault_ws):
+    rel = "finance/Expense policy.md"
+    path = vault_ws.root / rel
+    original = path.read_text(encoding="utf-8")
+    st = path.stat()
+    before = set(vault_ws.manifest.file(rel).chunk_ids)
+    try:
+        lines = original.splitlines(keepends=True)
+        # Append a sentence to the last line of the note's last paragraph: one chunk changes.
+        last = max(i for i, line in enumerate(lines) if line.strip())
+        lines[last] = lines[last].rstrip("\n") + " Receipts older than a year go to archive.\n"
+        path.write_text("".join(lines), encoding="utf-8")
+        os.utime(path, (st.st_atime, st.st_mtime + 10))
+        report = vault_ws.index()
+        assert report.files_indexed == 1
+        assert report.files_unchanged == report.files_total - 1
+        after = set(vault_ws.manifest.file(rel).chunk_ids)
+        assert 1 <= report.chunks_embedded <= 2
+        assert report.chunks_embedded == len(after - before)
+        assert report.vector_cache_hits == len(after) - report.chunks_embedded
+        assert vault_ws.store.all_ids() == vault_ws.manifest.chunk_ids()
+        assert vault_ws.search("receipts archive after a year", 3)[0].path == rel
+    finally:
+        path.write_text(original, encoding="utf-8")
+        os.utime(path, (st.st_atime, st.st_mtime + 20))
+        restored = vault_ws.index()
+    # Back to the old text (the edit's index run garbage-collected the old vector: at most the
+    # edited chunk is embedded again).
+    assert restored.files_indexed == 1
+    assert restored.chunks_embedded <= 2
+    assert set(vault_ws.manifest.file(rel).chunk_ids) == before
