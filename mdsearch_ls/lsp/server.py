@@ -170,6 +170,7 @@ class MdSearchServer(LanguageServer):
             "mdsearch", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full
         )
         self.settings = Settings()
+        self.init_settings = Settings()  # defaults + initializationOptions
         self.embedder = SentenceTransformerEmbedder(None)
         self.folders: dict[Path, FolderIndex] = {}
         self.loop: asyncio.AbstractEventLoop | None = None

@@ -40,9 +40,11 @@ async def test_invalid_setting_from_configuration_change(alt: Server) -> None:
         return any("hover.minScore" in m for m in warnings(alt))
 
     await alt.wait_for(warned, timeout=20)
-    # still works, with the default hover threshold: hover finds related notes again
     st = await alt.status()
     assert st["state"] in ("ready", "indexing")
+    # Configuration is layered over initializationOptions: keys it does not mention keep their
+    # initial values, and the invalid minScore falls back to the one given at start (0.99).
+    assert len(await alt.symbols("notes about anything")) == 7
     hits = await alt.search("telescope aperture", limit=1)
     assert hits[0]["path"] == "hobbies/stargazing.md"
     result = await alt.client.text_document_hover_async(
@@ -51,4 +53,20 @@ async def test_invalid_setting_from_configuration_change(alt: Server) -> None:
             position=types.Position(line=6, character=0),
         )
     )
-    assert result is not None, "hover.minScore should be back to its default"
+    assert result is None, "hover.minScore should stay at its initializationOptions value"
+    # A valid configuration value does override it.
+    alt.client.set_configuration({"hover": {"minScore": 0.1}}, section="mdsearch")
+    alt.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"mdsearch": {"hover": {"minScore": 0.1}}})
+    )
+
+    async def hovered() -> bool:
+        got = await alt.client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=alt.uri("flour.md")),
+                position=types.Position(line=6, character=0),
+            )
+        )
+        return got is not None
+
+    await alt.wait_for(hovered, timeout=20)

@@ -50,9 +50,17 @@ def _warn_settings(ls: MdSearchServer, warnings: list[str]) -> None:
         ls.show_message_threadsafe(f"mdsearch: {w}", types.MessageType.Warning)
 
 
-def apply_settings(ls: MdSearchServer, options: Any) -> bool:
-    """Merge client options; returns True when the index itself must be rebuilt."""
-    new, warnings = settings_from_client(_client_options(options), Settings())
+def apply_settings(ls: MdSearchServer, options: Any, *, initial: bool = False) -> bool:
+    """Merge client options; returns True when the index itself must be rebuilt.
+
+    ``initializationOptions`` (``initial``) are layered over the defaults and kept;
+    ``workspace/configuration`` answers are layered over those, so a client that sends only some
+    keys through configuration does not lose what it gave at start.
+    """
+    base = Settings() if initial else ls.init_settings
+    new, warnings = settings_from_client(_client_options(options), base)
+    if initial:
+        ls.init_settings = new
     _warn_settings(ls, warnings)
     old = ls.settings
     ls.settings = new
@@ -205,7 +213,7 @@ def register(server: MdSearchServer) -> None:
         ls.loop = asyncio.get_running_loop()
         window = params.capabilities.window
         ls.progress_support = bool(window and window.work_done_progress)
-        apply_settings(ls, params.initialization_options)
+        apply_settings(ls, params.initialization_options, initial=True)
         if params.process_id:
             starter = getattr(ls, "start_parent_watch", None)
             if starter is not None:
