@@ -34,6 +34,8 @@ KEYWORD_WEIGHT = 1.0
 NOTE_FUSION = False
 MULTI_CHUNK_BONUS = 0.0
 MIN_POOL = 50
+# Above this share of notes passing the file filters, semantic search filters after the fact.
+BROAD_FILTER_SHARE = 0.5
 FILTER_NAMES = ("path", "tag", "type", "modified")
 
 
@@ -336,12 +338,22 @@ class Searcher:
         qvec: np.ndarray | None = None
         if mode in ("hybrid", "semantic"):
             qvec = self.embedder.embed_query(text)
-            where = {"path": {"$in": sorted(allowed)}} if allowed is not None else None
+            where = None
+            sem_pool = pool
+            if allowed is not None:
+                total = len(self._files_meta())
+                share = len(allowed) / total if total else 1.0
+                if share >= BROAD_FILTER_SHARE:
+                    # A filter most notes pass: a `$in` over thousands of paths costs Chroma
+                    # more than over-fetching and dropping the few others below.
+                    sem_pool = int(pool / share) + k
+                else:
+                    where = {"path": {"$in": sorted(allowed)}}
             ids = None
             if phrase_ids is not None:
                 ids = sorted(phrase_ids)
             for rank, (cid, sim) in enumerate(
-                self.store.query(qvec, pool, where=where, ids=ids), start=1
+                self.store.query(qvec, sem_pool, where=where, ids=ids), start=1
             ):
                 cands[cid] = _Candidate(chunk=None, semantic_rank=rank, cosine=sim)  # type: ignore[arg-type]
         if mode in ("hybrid", "keyword"):

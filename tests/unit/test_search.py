@@ -355,6 +355,22 @@ def test_filters_reach_chroma_as_a_where_clause(filtered, monkeypatch):
     assert seen == [{"path": {"$in": ["finance/ledger.md", "finance/old.md"]}}]
 
 
+def test_a_broad_filter_over_fetches_instead_of_a_huge_where(filtered, monkeypatch):
+    """70 of 72 notes pass ``path:ops/``: no `$in` list, yet only ops/ notes come back."""
+    seen: list[tuple[int, dict | None]] = []
+    real = filtered.store.query
+
+    def spy(vector, k, *, where=None, ids=None):
+        seen.append((k, where))
+        return real(vector, k, where=where, ids=ids)
+
+    monkeypatch.setattr(filtered.store, "query", spy)
+    hits = filtered.search("ledger audits revenue path:ops/", 10, mode="semantic")
+    assert seen and seen[0][1] is None
+    assert seen[0][0] > 60  # the pool grew to make up for what the filter drops
+    assert hits and all(h.path.startswith("ops/") for h in hits)
+
+
 def test_filter_arguments_merge_with_inline_filters(filtered):
     hits = filtered.search("revenue", 10, filters=Filters(paths=("finance/",)))
     assert {h.path for h in hits} == {"finance/ledger.md", "finance/old.md"}
