@@ -119,8 +119,7 @@ class Hit:
 
 # ---- query syntax ---------------------------------------------------------------------------
 
-_FILTER_RE = re.compile(r'(?<!\S)([A-Za-z]+):("[^"]*"|\S+)')
-_PHRASE_RE = re.compile(r'"([^"]+)"')
+_TOKEN_RE = re.compile(r'(?<!\S)([A-Za-z]+):("[^"]*"|\S+)|"([^"]*)"')
 _DATE_RE = re.compile(r"^(>=|<=|>|<|=)?(.+)$")
 _REL_RE = re.compile(r"^(\d+)([dwmy])$")
 
@@ -138,6 +137,7 @@ def _parse_when(value: str, name: str) -> tuple[str, float, float]:
         return (">" if op == "=" else op), t, t
     try:
         day = datetime.strptime(raw, "%Y-%m-%d")
+        following = day + timedelta(days=1)
     except ValueError:
         try:
             day = datetime.strptime(raw, "%Y-%m")
@@ -145,9 +145,10 @@ def _parse_when(value: str, name: str) -> tuple[str, float, float]:
             raise QueryError(
                 f"{name}:{value}: expected a date like >2025-01-01, <2025-06, =2025-03-14 or >7d"
             ) from None
-    start = day.timestamp()  # local time: "modified on that day" means the user's day
-    end = (day + timedelta(days=1)).timestamp()
-    return op, start, end
+        # A month means the whole month: =2025-06 is June, >2025-06 is from July on.
+        following = day.replace(year=day.year + day.month // 12, month=day.month % 12 + 1)
+    # Local time: "modified on that day" means the user's day.
+    return op, day.timestamp(), following.timestamp()
 
 
 def parse_query(query: str) -> tuple[str, Filters]:
@@ -163,8 +164,14 @@ def parse_query(query: str) -> tuple[str, Filters]:
     after: float | None = None
     before: float | None = None
 
+    phrases: list[str] = []
+
     def take(m: re.Match[str]) -> str:
         nonlocal after, before
+        if m.group(3) is not None:  # a quoted phrase
+            if m.group(3).strip():
+                phrases.append(m.group(3).strip())
+            return " "
         name, value = m.group(1).lower(), m.group(2)
         if value.startswith("//"):
             return m.group(0)  # a URL such as https://example.com
@@ -194,10 +201,8 @@ def parse_query(query: str) -> tuple[str, Filters]:
                 after, before = _max_opt(after, start), _min_opt(before, end)
         return " "
 
-    # Phrases first, so a quoted "a:b" is text, not a filter.
-    phrases = [p.strip() for p in _PHRASE_RE.findall(query) if p.strip()]
-    rest = _PHRASE_RE.sub(" ", query)
-    rest = _FILTER_RE.sub(take, rest)
+    # One left-to-right scan: a quoted "a:b" is a phrase, and name:"a b" is a filter value.
+    rest = _TOKEN_RE.sub(take, query)
     for t in types:
         if t not in ("md", "markdown"):
             raise QueryError(f"type:{t}: mdsearch indexes md and markdown files")
