@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mdsearch_ls import __version__
-from mdsearch_ls.config import MODES, Settings, with_overrides
+from mdsearch_ls.config import FUSIONS, MODES, Settings, with_overrides
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LOCKED, EXIT_OPEN = 0, 1, 2, 3, 4
 
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", "--limit", type=int, default=5, dest="k", help="hits to show (default 5)")
     p.add_argument("--json", action="store_true", help="one JSON object per query")
     p.add_argument("--mode", choices=MODES, help="hybrid (default), semantic or keyword")
+    p.add_argument("--fusion", choices=FUSIONS, help="hybrid fusion: rrf (default) or convex")
     p.add_argument("--explain", action="store_true", help="show per-mode ranks of each hit")
     p.add_argument("--queries", metavar="FILE",
                    help="run every query in FILE (one per line, or JSON Lines with 'query')")
@@ -104,6 +105,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         include=tuple(args.include) if getattr(args, "include", None) else None,
         exclude=tuple(args.exclude) if getattr(args, "exclude", None) else None,
         mode=getattr(args, "mode", None),
+        fusion=getattr(args, "fusion", None),
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MODES = ("hybrid", "semantic", "keyword")
+FUSIONS = ("rrf", "convex")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class Settings:
     """Most hits a search (and workspace/symbol) returns."""
     mode: str = "hybrid"
     """hybrid (meaning + exact words, fused), semantic or keyword."""
+    fusion: str = "rrf"
+    """How hybrid mode merges meaning and keyword ranks: rrf (rank fusion) or convex (scores)."""
     per_file: int = 2
     """Most hits from one note in a result list, so one long note cannot crowd out the rest."""
     hover_enabled: bool = True
@@ -64,6 +67,7 @@ _CLIENT_KEYS: dict[str, str] = {
     "chunkOverlap": "chunk_overlap",
     "maxResults": "max_results",
     "mode": "mode",
+    "fusion": "fusion",
     "perFile": "per_file",
     "hover.enabled": "hover_enabled",
     "hover.maxResults": "hover_max_results",
@@ -120,6 +124,12 @@ def _bool(value: Any) -> bool:
     raise ValueError("expected true or false")
 
 
+def _fusion(value: Any) -> str:
+    if value in FUSIONS:
+        return str(value)
+    raise ValueError(f"expected one of {', '.join(FUSIONS)}")
+
+
 def _mode(value: Any) -> str:
     if value in MODES:
         return str(value)
@@ -135,6 +145,7 @@ _VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "chunk_overlap": _int(0, 10_000),
     "max_results": _int(1, 500),
     "mode": _mode,
+    "fusion": _fusion,
     "per_file": _int(1, 100),
     "hover_enabled": _bool,
     "hover_max_results": _int(1, 50),
@@ -205,4 +216,4 @@ def with_overrides(settings: Settings, **overrides: Any) -> Settings:
     return dataclasses.replace(settings, **given) if given else settings
 
 
-__all__ = ["MODES", "Settings", "settings_from_client", "with_overrides"]
+__all__ = ["FUSIONS", "MODES", "Settings", "settings_from_client", "with_overrides"]

@@ -34,6 +34,11 @@ KEYWORD_WEIGHT = 1.0
 NOTE_FUSION = False
 MULTI_CHUNK_BONUS = 0.0
 MIN_POOL = 50
+# How hybrid mode fuses the two lists: "rrf" (reciprocal rank fusion, k=RRF_K; the default) or
+# "convex" (CONVEX_ALPHA * min-max cosine + the rest * BM25 / best BM25, over the candidates).
+FUSIONS = ("rrf", "convex")
+FUSION = "rrf"
+CONVEX_ALPHA = 0.7
 # Above this share of notes passing the file filters, semantic search filters after the fact.
 BROAD_FILTER_SHARE = 0.5
 FILTER_NAMES = ("path", "tag", "type", "modified")
@@ -301,23 +306,27 @@ class Searcher:
         mode: str = "hybrid",
         filters: Filters | None = None,
         per_file: int | None = None,
+        fusion: str | None = None,
     ) -> list[Hit]:
         """Ranked sections for a typed query (inline filters allowed)."""
         if mode not in MODES:
             raise QueryError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+        fusion = fusion or FUSION
+        if fusion not in FUSIONS:
+            raise QueryError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
         if k < 1:
             raise QueryError("k must be at least 1")
         text, inline = parse_query(query)
         filters = inline if filters is None else filters.merged(inline)
         per_file = self.per_file if per_file is None else per_file
-        key = (text, filters.key(), mode, k, per_file, self.manifest.generation)
+        key = (text, filters.key(), mode, fusion, k, per_file, self.manifest.generation)
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
                 self.cache_hits += 1
                 return list(cached)
-        hits = self._search(text, k, mode, filters, per_file)
+        hits = self._search(text, k, mode, filters, per_file, fusion)
         with self._lock:
             self._cache[key] = hits
             while len(self._cache) > self._cache_size:
@@ -325,7 +334,7 @@ class Searcher:
         return list(hits)
 
     def _search(
-        self, text: str, k: int, mode: str, filters: Filters, per_file: int
+        self, text: str, k: int, mode: str, filters: Filters, per_file: int, fusion: str = "rrf"
     ) -> list[Hit]:
         if not text.strip():
             return []
@@ -384,13 +393,18 @@ class Searcher:
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in live.values())
         weights = {c.chunk.id: boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
                    for c in live.values()}
-        for c in live.values():
-            fused = 0.0
-            if c.semantic_rank is not None:
-                fused += SEMANTIC_WEIGHT / (RRF_K + c.semantic_rank)
-            if c.keyword_rank is not None:
-                fused += KEYWORD_WEIGHT / (RRF_K + c.keyword_rank)
-            c.fused = fused * weights[c.chunk.id]
+        if fusion == "convex" and mode == "hybrid":
+            _fuse_convex(list(live.values()))
+            for c in live.values():
+                c.fused *= weights[c.chunk.id]
+        else:
+            for c in live.values():
+                fused = 0.0
+                if c.semantic_rank is not None:
+                    fused += SEMANTIC_WEIGHT / (RRF_K + c.semantic_rank)
+                if c.keyword_rank is not None:
+                    fused += KEYWORD_WEIGHT / (RRF_K + c.keyword_rank)
+                c.fused = fused * weights[c.chunk.id]
         if NOTE_FUSION and mode == "hybrid":
             _fuse_notes(list(live.values()), weights)
         ordered = sorted(live.values(), key=lambda c: (-c.fused, -(c.cosine or 0.0), c.chunk.id))
@@ -486,6 +500,18 @@ class Searcher:
         cands = [c for c in cands if (c.cosine or 0.0) >= min_score]
         ordered = sorted(cands, key=lambda c: (-c.fused, c.chunk.id))
         return self._collapse(ordered, k, per_file, "related")
+
+
+def _fuse_convex(cands: list[_Candidate]) -> None:
+    """Score fusion: unlike RRF it keeps how far apart two candidates are, so a section that is
+    clearly the best semantic match is not pulled level with a weak keyword hit of equal rank."""
+    cos = [c.cosine for c in cands if c.cosine is not None]
+    lo, hi = (min(cos), max(cos)) if cos else (0.0, 1.0)
+    best = max((c.bm25 or 0.0 for c in cands), default=0.0) or 1.0
+    for c in cands:
+        dense = ((c.cosine or lo) - lo) / (hi - lo) if hi > lo else 0.0
+        sparse = (c.bm25 or 0.0) / best
+        c.fused = CONVEX_ALPHA * dense + (1.0 - CONVEX_ALPHA) * sparse
 
 
 def _fuse_notes(cands: list[_Candidate], weights: dict[str, float]) -> None:

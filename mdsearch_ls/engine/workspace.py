@@ -213,6 +213,7 @@ class Workspace:
             k or self.settings.max_results,
             mode=mode or self.settings.mode,
             filters=filters,
+            fusion=self.settings.fusion,
         )
 
     def related(

@@ -172,3 +172,9 @@ def test_with_overrides_applies_only_given_flags():
     assert changed.chunk_size == 500
     assert changed.max_results == 11
     assert dataclasses.replace(changed, chunk_size=1000) == base
+
+
+def test_fusion_setting():
+    assert settings_from_client({"fusion": "convex"})[0].fusion == "convex"
+    settings, warnings = settings_from_client({"fusion": "average"})
+    assert settings.fusion == "rrf" and "mdsearch.fusion" in warnings[0]

@@ -230,6 +230,29 @@ def test_rrf_item_ranked_well_in_both_beats_a_single_first(small, monkeypatch):
     assert [h.path for h in ws.search("anything", 10, mode="keyword")] == ["y.md", "b.md"]
 
 
+def test_convex_fusion_keeps_score_gaps_that_rrf_flattens(small, monkeypatch):
+    """x.md is by far the best semantic match; b.md is second in both lists. RRF, which sees
+    only ranks, puts b.md first; convex fusion, which sees the gap, puts x.md first."""
+    ws, ids = small
+    semantic = [(ids["x.md"], 0.9), (ids["b.md"], 0.3), (ids["c.md"], 0.1)]
+    keyword_rows = [(ids["y.md"], 9.0), (ids["b.md"], 8.5)]
+    monkeypatch.setattr(ws.store, "query", lambda *a, **kw: list(semantic))
+    monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: list(keyword_rows))
+
+    def cosines(cands, qvec):
+        for c in cands:
+            if c.cosine is None:
+                c.cosine = 0.1
+
+    monkeypatch.setattr(ws.searcher, "_fill_cosines", cosines)
+    rrf = [h.path for h in ws.searcher.search("anything", 10, fusion="rrf")]
+    convex = [h.path for h in ws.searcher.search("anything", 10, fusion="convex")]
+    assert rrf[0] == "b.md"
+    assert convex[:2] == ["x.md", "b.md"]
+    with pytest.raises(QueryError, match="fusion"):
+        ws.searcher.search("anything", 10, fusion="borda")
+
+
 def test_explain_carries_both_ranks(small, monkeypatch):
     ws, ids = small
     monkeypatch.setattr(ws.store, "query", lambda *a, **kw: [(ids["b.md"], 0.5)])
