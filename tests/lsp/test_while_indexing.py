@@ -33,9 +33,10 @@ async def test_requests_answered_during_first_index(tmp_path) -> None:
         print(f"while indexing ({st['folders'][0]['files']} files indexed): "
               + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in timings.items()))
         assert after["state"] == "indexing", "index finished too early to prove anything"
-        # A query waits for the embedder lock, held for a whole indexer group (128 chunks,
-        # ~8 s on 2 CPUs): answered, from the partial index, but not "at once". See the report.
-        assert all(v < 20.0 for v in timings.values()), timings
+        # The embedder holds its lock for one batch of 8 chunks (~0.5 s on 2 CPUs) and lets a
+        # waiting query go first, so each request waits for one batch at most, plus its own work
+        # on CPUs the indexer keeps busy.
+        assert all(v < 4.0 for v in timings.values()), timings
         assert symbols and hits
         indexed = {h["path"] for h in hits}
         assert all((vault / p).is_file() for p in indexed)
