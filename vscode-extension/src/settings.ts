@@ -10,6 +10,8 @@ export interface ConfigReader {
 
 export type SearchMode = 'hybrid' | 'semantic' | 'keyword';
 export const SEARCH_MODES: readonly SearchMode[] = ['hybrid', 'semantic', 'keyword'];
+export type Fusion = 'rrf' | 'convex';
+export const FUSIONS: readonly Fusion[] = ['rrf', 'convex'];
 
 /** The server's `mdsearch` settings section (camelCase, as the server contract names them). */
 export interface ServerSettings {
@@ -21,6 +23,7 @@ export interface ServerSettings {
   chunkOverlap?: number;
   maxResults?: number;
   mode?: SearchMode;
+  fusion?: Fusion;
   hover: { enabled?: boolean; maxResults?: number; minScore?: number };
   /** Always false: VS Code's built-in markdown support already provides the outline. */
   documentSymbols: false;
@@ -71,6 +74,10 @@ export function toServerSettings(cfg: ConfigReader, paths: PathContext): ServerS
   if (typeof mode === 'string' && (SEARCH_MODES as readonly string[]).includes(mode)) {
     out.mode = mode as SearchMode;
   }
+  const fusion = cfg.get<unknown>('fusion');
+  if (typeof fusion === 'string' && (FUSIONS as readonly string[]).includes(fusion)) {
+    out.fusion = fusion as Fusion;
+  }
   const enabled = bool(cfg.get('hover.enabled'));
   if (enabled !== undefined) out.hover.enabled = enabled;
   const hoverMax = finite(cfg.get('hover.maxResults'));
@@ -98,6 +105,7 @@ export const RESTART_SETTINGS: readonly string[] = [
   'mdsearch.chunkOverlap',
   'mdsearch.maxResults',
   'mdsearch.mode',
+  'mdsearch.fusion',
   'mdsearch.hover',
 ];
 

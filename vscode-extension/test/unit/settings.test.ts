@@ -25,13 +25,14 @@ const defaults = {
   exclude: ['**/node_modules/**'],
   indexDir: '',
   model: '',
-  chunkSize: 1200,
+  chunkSize: 1000,
   chunkOverlap: 200,
   maxResults: 20,
   mode: 'hybrid',
+  fusion: 'rrf',
   'hover.enabled': true,
   'hover.maxResults': 5,
-  'hover.minScore': 0.3,
+  'hover.minScore': 0.35,
   'trace.server': 'off',
 };
 
@@ -40,11 +41,12 @@ describe('toServerSettings', () => {
     assert.deepEqual(toServerSettings(reader(defaults), ctx), {
       include: ['**/*.md', '**/*.markdown'],
       exclude: ['**/node_modules/**'],
-      chunkSize: 1200,
+      chunkSize: 1000,
       chunkOverlap: 200,
       maxResults: 20,
       mode: 'hybrid',
-      hover: { enabled: true, maxResults: 5, minScore: 0.3 },
+      fusion: 'rrf',
+      hover: { enabled: true, maxResults: 5, minScore: 0.35 },
       documentSymbols: false,
     });
   });
@@ -66,7 +68,7 @@ describe('toServerSettings', () => {
 
   it('drops invalid values so the server defaults apply', () => {
     const out = toServerSettings(
-      reader({ include: 'notes/*.md', exclude: ['', 5, 'a/**'], chunkSize: Number.NaN, mode: 'fuzzy', 'hover.enabled': 'yes' }),
+      reader({ include: 'notes/*.md', exclude: ['', 5, 'a/**'], chunkSize: Number.NaN, mode: 'fuzzy', fusion: 'borda', 'hover.enabled': 'yes' }),
       ctx,
     );
     assert.deepEqual(out, { exclude: ['a/**'], hover: {}, documentSymbols: false });
@@ -109,6 +111,7 @@ describe('needsRestart', () => {
     assert.equal(needsRestart(event(['mdsearch.hover.minScore'])), true);
     assert.equal(needsRestart(event(['mdsearch.server.pythonPath'])), true);
     assert.equal(needsRestart(event(['mdsearch.mode'])), true);
+    assert.equal(needsRestart(event(['mdsearch.fusion'])), true);
   });
   it('does not restart for trace or unrelated settings', () => {
     assert.equal(needsRestart(event(['mdsearch.trace.server'])), false);
