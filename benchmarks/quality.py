@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="rebuild the index's FTS table with this tokenizer (an experiment)")
     ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                     help="override an engine constant, e.g. search.KEYWORD_WEIGHT=0.8")
-    ap.add_argument("--fusion", default=Settings.fusion, help="hybrid fusion: rrf or convex")
+    ap.add_argument("--fusion", default=Settings.fusion, help="hybrid fusion: convex or rrf")
     ap.add_argument("--chunk-size", type=int, default=Settings.chunk_size)
     ap.add_argument("--chunk-overlap", type=int, default=Settings.chunk_overlap)
     ap.add_argument("--misses", type=int, default=0,

@@ -58,8 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", "--limit", type=int, default=5, dest="k", help="hits to show (default 5)")
     p.add_argument("--json", action="store_true", help="one JSON object per query")
     p.add_argument("--mode", choices=MODES, help="hybrid (default), semantic or keyword")
-    p.add_argument("--fusion", choices=FUSIONS, help="hybrid fusion: rrf (default) or convex")
+    p.add_argument("--fusion", choices=FUSIONS, help="hybrid fusion: convex (default) or rrf")
     p.add_argument("--explain", action="store_true", help="show per-mode ranks of each hit")
+    f = p.add_argument_group("filters (the same as typing them in QUERY; repeat to add more)")
+    f.add_argument("--path", action="append", metavar="DIR|GLOB", help="notes under a folder")
+    f.add_argument("--tag", action="append", metavar="TAG", help="notes carrying the tag")
+    f.add_argument("--type", action="append", metavar="md|markdown")
+    f.add_argument("--modified", action="append", metavar="WHEN",
+                   help="e.g. '>2025-01-01', '<2025-06', '7d'")
+    f.add_argument("--phrase", action="append", metavar="TEXT",
+                   help="the section must contain this exact text")
     p.add_argument("--queries", metavar="FILE",
                    help="run every query in FILE (one per line, or JSON Lines with 'query')")
     p.add_argument("--no-update", action="store_true", help="search the index as it is")
@@ -190,7 +198,8 @@ def _print_hits(query: str, hits: Sequence[Any], explain: bool) -> None:
         if explain:
             e = h.explain
             print(f"    [semantic #{e.get('semantic_rank')}, keyword #{e.get('keyword_rank')}, "
-                  f"rrf {e.get('rrf')}]")
+                  f"title match {e.get('title_match')}, {e.get('fusion') or 'fused'} "
+                  f"{e.get('fused')}]")
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -203,7 +212,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from mdsearch_ls.engine.search import QueryError
+    from mdsearch_ls.engine.search import QueryError, structured_filters
 
     if not args.query and not args.queries:
         _err("give a QUERY or --queries FILE")
@@ -216,10 +225,16 @@ def cmd_search(args: argparse.Namespace) -> int:
         if not args.no_update:
             _index_report(ws, args)
         queries = _read_queries(args.queries) if args.queries else [args.query]
+        try:
+            filters = structured_filters(path=args.path, tag=args.tag, type=args.type,
+                                         modified=args.modified, phrase=args.phrase)
+        except QueryError as exc:
+            _err(str(exc))
+            return EXIT_USAGE
         status = EXIT_OK
         for query in queries:
             try:
-                hits = ws.search(query, args.k, mode=args.mode)
+                hits = ws.search(query, args.k, mode=args.mode, filters=filters)
             except QueryError as exc:
                 if args.json and args.queries:
                     print(json.dumps({"query": query, "error": str(exc), "results": []}))

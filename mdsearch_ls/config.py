@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MODES = ("hybrid", "semantic", "keyword")
-FUSIONS = ("rrf", "convex")
+FUSIONS = ("convex", "rrf")
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,8 @@ class Settings:
     """Most hits a search (and workspace/symbol) returns."""
     mode: str = "hybrid"
     """hybrid (meaning + exact words, fused), semantic or keyword."""
-    fusion: str = "rrf"
-    """How hybrid mode merges meaning and keyword ranks: rrf (rank fusion) or convex (scores)."""
+    fusion: str = "convex"
+    """How hybrid mode merges meaning and keyword results: convex (scores) or rrf (ranks)."""
     per_file: int = 2
     """Most hits from one note in a result list, so one long note cannot crowd out the rest."""
     hover_enabled: bool = True

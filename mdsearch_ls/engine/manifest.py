@@ -216,6 +216,15 @@ class Manifest:
             )
         }
 
+    def titles(self) -> dict[str, tuple[str, ...]]:
+        """Each note's names: its title (front matter or file name) first, then its aliases."""
+        return {
+            path: (title, *json.loads(aliases))
+            for path, title, aliases in self._conn().execute(
+                "SELECT path, title, aliases FROM files"
+            )
+        }
+
     def file(self, path: str) -> FileRecord | None:
         row = self._conn().execute(
             "SELECT path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at "

@@ -14,7 +14,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
@@ -34,11 +34,28 @@ KEYWORD_WEIGHT = 1.0
 NOTE_FUSION = False
 MULTI_CHUNK_BONUS = 0.0
 MIN_POOL = 50
-# How hybrid mode fuses the two lists: "rrf" (reciprocal rank fusion, k=RRF_K; the default) or
-# "convex" (CONVEX_ALPHA * min-max cosine + the rest * BM25 / best BM25, over the candidates).
-FUSIONS = ("rrf", "convex")
-FUSION = "rrf"
+# How hybrid mode fuses the two lists: "convex" (the default: CONVEX_ALPHA * min-max cosine + the
+# rest * BM25 / best BM25, over the candidates) or "rrf" (reciprocal rank fusion, k=RRF_K). Convex
+# is the default because it ranked better on both labelled sets (benchmarks/README.md): RRF sees
+# only ranks, so a section that is by far the closest in meaning is pulled level with a weak
+# keyword hit that happens to hold the same rank in the other list.
+FUSIONS = ("convex", "rrf")
+FUSION = "convex"
 CONVEX_ALPHA = 0.7
+# Convex fusion scales cosines to [0, 1] over the candidates, but never over a range narrower
+# than this: in a small vault, or when every candidate is about as close, min-max would turn a
+# 0.05 cosine gap into the full scale and drown the keyword evidence (and the boilerplate
+# down-weighting) in noise. Half the candidate pools measured on tldr span 0.27 or more.
+CONVEX_MIN_SPAN = 0.25
+# Hybrid mode also rewards a note whose name the query spells out: every word of its title (front
+# matter or file name) or of one of its aliases is in the query ("revenue tracking" names
+# Revenue tracking.md, "find files owned by tom" names find.md). It is the signal a person gives
+# when they remember what a note is called, and neither list ranks it reliably: BM25 spreads it
+# over the body's words, the embedding blurs it. In rrf fusion the named notes are a third ranked
+# list (longer names first) of weight TITLE_WEIGHT; in convex fusion TITLE_BOOST is added to the
+# fused score (which lies in [0, 1]). Measured in benchmarks/README.md.
+TITLE_WEIGHT = 1.0
+TITLE_BOOST = 0.25
 # Above this share of notes passing the file filters, semantic search filters after the fact.
 BROAD_FILTER_SHARE = 0.5
 FILTER_NAMES = ("path", "tag", "type", "modified")
@@ -217,6 +234,39 @@ def parse_query(query: str) -> tuple[str, Filters]:
 
 
 _EXAMPLES = {"path": "finance/", "tag": "project", "type": "md", "modified": ">2025-01-01"}
+STRUCTURED_FILTERS = (*FILTER_NAMES, "phrase")
+
+
+def structured_filters(**values: str | Sequence[str] | None) -> Filters:
+    """Filters given as arguments (``--path``, the ``filters`` object of ``mdsearch.search``).
+
+    Each name of :data:`STRUCTURED_FILTERS` takes one value or a list; values mean exactly
+    what they mean typed inline (``path="finance/"`` is ``path:finance/``), because they go
+    through the same parser, so the two forms can never drift apart and give the same errors.
+    """
+    parts: list[str] = []
+    phrases: list[str] = []
+    for name, raw in values.items():
+        if name not in STRUCTURED_FILTERS:
+            raise QueryError(
+                f"unknown filter {name!r}; valid filters are " + ", ".join(STRUCTURED_FILTERS)
+            )
+        if raw is None:
+            continue
+        items = [raw] if isinstance(raw, str) else list(raw)
+        for v in items:
+            if not isinstance(v, str) or not v.strip():
+                raise QueryError(f"filter {name}: expected non-empty text, got {v!r}")
+            if '"' in v:
+                raise QueryError(f'filter {name}: a value cannot contain a double quote (")')
+            if name == "phrase":
+                phrases.append(v.strip())
+            else:
+                parts.append(f'{name}:"{v.strip()}"')
+    _, filters = parse_query(" ".join(parts))
+    return replace(filters, phrases=filters.phrases + tuple(phrases))
+
+
 
 
 def path_matches(path: str, pattern: str) -> bool:
@@ -243,6 +293,7 @@ class _Candidate:
     cosine: float | None = None
     bm25: float | None = None
     fused: float = 0.0
+    named: bool = False
 
 
 class Searcher:
@@ -266,6 +317,7 @@ class Searcher:
         self._lock = threading.Lock()
         self.cache_hits = 0
         self._file_meta: tuple[int, dict[str, tuple[float, str]]] | None = None
+        self._names: tuple[int, dict[str, tuple[frozenset[str], ...]]] | None = None
 
     # -- filters --
 
@@ -296,6 +348,39 @@ class Searcher:
         self._file_meta = (gen, meta)
         return meta
 
+    # -- note names --
+
+    def _name_tokens(self) -> dict[str, tuple[frozenset[str], ...]]:
+        gen = self.manifest.generation
+        cached = self._names
+        if cached is not None and cached[0] == gen:
+            return cached[1]
+        names: dict[str, tuple[frozenset[str], ...]] = {}
+        for path, titles in self.manifest.titles().items():
+            sets = [frozenset(keyword.tokens(t)) for t in titles]
+            # A name made only of stopwords ("How", "It") is named by half of all questions.
+            names[path] = tuple(s for s in sets if s and not s <= keyword.STOPWORDS)
+        self._names = (gen, names)
+        return names
+
+    def named_notes(self, text: str, paths: Iterable[str]) -> dict[str, int]:
+        """Notes among ``paths`` whose title or an alias the query names in full.
+
+        Maps each to the word count of the longest name named: "revenue tracking q3" names both
+        a note "Revenue" and a note "Revenue tracking", and the second is the more specific.
+        Words are matched exactly (no stemming): folding plurals let "files" name a note "file".
+        """
+        words = set(keyword.tokens(text))
+        if not words:
+            return {}
+        names = self._name_tokens()
+        out: dict[str, int] = {}
+        for p in set(paths):
+            n = max((len(s) for s in names.get(p, ()) if s <= words), default=0)
+            if n:
+                out[p] = n
+        return out
+
     # -- search --
 
     def search(
@@ -317,6 +402,9 @@ class Searcher:
         if k < 1:
             raise QueryError("k must be at least 1")
         text, inline = parse_query(query)
+        if filters is not None and filters.phrases:
+            # A phrase given as an argument is also text to rank by, as a typed one is.
+            text = " ".join([text, *(p for p in filters.phrases if p not in inline.phrases)])
         filters = inline if filters is None else filters.merged(inline)
         per_file = self.per_file if per_file is None else per_file
         key = (text, filters.key(), mode, fusion, k, per_file, self.manifest.generation)
@@ -334,7 +422,7 @@ class Searcher:
         return list(hits)
 
     def _search(
-        self, text: str, k: int, mode: str, filters: Filters, per_file: int, fusion: str = "rrf"
+        self, text: str, k: int, mode: str, filters: Filters, per_file: int, fusion: str = FUSION
     ) -> list[Hit]:
         if not text.strip():
             return []
@@ -393,22 +481,33 @@ class Searcher:
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in live.values())
         weights = {c.chunk.id: boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
                    for c in live.values()}
+        named: dict[str, int] = {}
+        if mode == "hybrid":
+            named = self.named_notes(text, {c.chunk.path for c in live.values()})
+            for c in live.values():
+                c.named = c.chunk.path in named
         if fusion == "convex" and mode == "hybrid":
             _fuse_convex(list(live.values()))
             for c in live.values():
+                if c.named:
+                    c.fused += TITLE_BOOST
                 c.fused *= weights[c.chunk.id]
         else:
+            title_rank = _title_ranks(named, live.values())
             for c in live.values():
                 fused = 0.0
                 if c.semantic_rank is not None:
                     fused += SEMANTIC_WEIGHT / (RRF_K + c.semantic_rank)
                 if c.keyword_rank is not None:
                     fused += KEYWORD_WEIGHT / (RRF_K + c.keyword_rank)
+                if c.chunk.path in title_rank:
+                    fused += TITLE_WEIGHT / (RRF_K + title_rank[c.chunk.path])
                 c.fused = fused * weights[c.chunk.id]
         if NOTE_FUSION and mode == "hybrid":
             _fuse_notes(list(live.values()), weights)
         ordered = sorted(live.values(), key=lambda c: (-c.fused, -(c.cosine or 0.0), c.chunk.id))
-        return self._collapse(ordered, k, per_file, mode)
+        return self._collapse(ordered, k, per_file, mode,
+                              fusion if mode == "hybrid" else None)
 
     def _query_vector_for_scores(self, text: str) -> np.ndarray | None:
         # Keyword mode still reports cosine scores when the model is already loaded, but never
@@ -428,7 +527,8 @@ class Searcher:
                 c.cosine = float(np.dot(v, qvec))
 
     def _collapse(
-        self, ordered: Sequence[_Candidate], k: int, per_file: int, mode: str
+        self, ordered: Sequence[_Candidate], k: int, per_file: int, mode: str,
+        fusion: str | None = None,
     ) -> list[Hit]:
         hits: list[Hit] = []
         seen_sections: dict[tuple[str, int], int] = {}
@@ -464,7 +564,9 @@ class Searcher:
                         "semantic_rank": c.semantic_rank,
                         "keyword_rank": c.keyword_rank,
                         "bm25": None if c.bm25 is None else round(c.bm25, 4),
-                        "rrf": round(c.fused, 6),
+                        "title_match": c.named,
+                        "fusion": fusion,
+                        "fused": round(c.fused, 6),
                     },
                 )
             )
@@ -502,11 +604,24 @@ class Searcher:
         return self._collapse(ordered, k, per_file, "related")
 
 
+def _title_ranks(named: dict[str, int], cands: Iterable[_Candidate]) -> dict[str, int]:
+    """The named notes as a ranked list for RRF: longer names first, then the closer meaning."""
+    if not named:
+        return {}
+    best: dict[str, float] = {}
+    for c in cands:
+        if c.chunk.path in named:
+            best[c.chunk.path] = max(best.get(c.chunk.path, -1.0), c.cosine or -1.0)
+    order = sorted(named, key=lambda p: (-named[p], -best.get(p, -1.0), p))
+    return {p: rank for rank, p in enumerate(order, start=1)}
+
+
 def _fuse_convex(cands: list[_Candidate]) -> None:
     """Score fusion: unlike RRF it keeps how far apart two candidates are, so a section that is
     clearly the best semantic match is not pulled level with a weak keyword hit of equal rank."""
     cos = [c.cosine for c in cands if c.cosine is not None]
     lo, hi = (min(cos), max(cos)) if cos else (0.0, 1.0)
+    lo = min(lo, hi - CONVEX_MIN_SPAN)
     best = max((c.bm25 or 0.0 for c in cands), default=0.0) or 1.0
     for c in cands:
         dense = ((c.cosine or lo) - lo) / (hi - lo) if hi > lo else 0.0

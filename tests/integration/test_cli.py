@@ -91,6 +91,20 @@ def test_bad_filter_is_a_usage_error(cli_vault: tuple[Path, Path], tmp_path: Pat
     assert "path:" in res.stderr and "tag:" in res.stderr
 
 
+def test_filter_flags_match_inline_filters(cli_vault: tuple[Path, Path], tmp_path: Path) -> None:
+    vault, index = cli_vault
+    common = ("--root", str(vault), "--index-dir", str(index), "--mode", "keyword",
+              "--no-update", "--json", "-k", "10")
+    flags = run("search", "policy", "--path", "finance/", *common, cache=tmp_path)
+    inline = run("search", "policy path:finance/", *common, cache=tmp_path)
+    assert flags.returncode == 0 and inline.returncode == 0, flags.stderr + inline.stderr
+    got = [h["path"] for h in json.loads(flags.stdout)["results"]]
+    assert got and all(p.startswith("finance/") for p in got)
+    assert got == [h["path"] for h in json.loads(inline.stdout)["results"]]
+    bad = run("search", "policy", "--modified", "last week", *common, cache=tmp_path)
+    assert bad.returncode == 2 and "expected a date" in bad.stderr
+
+
 def test_missing_root_exits_2(tmp_path: Path) -> None:
     res = run("search", "anything", "--root", str(tmp_path / "nope"), cache=tmp_path)
     assert res.returncode == 2

@@ -94,3 +94,30 @@ def test_editing_one_file_reembeds_only_that_file(vault_ws):
     assert restored.files_indexed == 1
     assert restored.chunks_embedded <= 2
     assert set(vault_ws.manifest.file(rel).chunk_ids) == before
+
+
+def _exact_queries() -> list[dict]:
+    import json
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "queries" / "examples-vault.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return [r for r in rows if r.get("kind") == "exact"]
+
+
+EXACT = _exact_queries()
+
+
+def test_the_labelled_set_has_exact_term_queries():
+    assert len(EXACT) >= 20
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+def test_exact_term_queries_are_found(vault_ws, mode):
+    """Every exact-term query of the labelled set (setting names, error strings, shortcuts)
+    finds a relevant note in the first five hits, in hybrid and in keyword mode."""
+    misses = []
+    for row in EXACT:
+        paths = [h.path for h in vault_ws.searcher.search(row["query"], 5, mode=mode, per_file=1)]
+        if not set(row["relevant"]) & set(paths):
+            misses.append((row["query"], paths))
+    assert not misses, misses

@@ -46,6 +46,15 @@ async def test_search_path_filter(main: Server) -> None:
     assert hits and all(h["path"].startswith("projects/") for h in hits)
 
 
+async def test_search_structured_filters(main: Server) -> None:
+    hits = await main.search("maintenance", filters={"path": ["projects/"]}, limit=10)
+    assert hits and all(h["path"].startswith("projects/") for h in hits)
+    inline = await main.search("maintenance path:projects/", limit=10)
+    assert [h["path"] for h in hits] == [h["path"] for h in inline]
+    phrase = await main.search("", filters={"phrase": "banneton"}, limit=10)
+    assert phrase and all(h["path"] == "sourdough.md" for h in phrase)
+
+
 async def test_related(main: Server) -> None:
     path = main.root / "flour.md"
     line = heading_line(path, "Protein content and gluten") + 1
@@ -103,6 +112,10 @@ BAD_ARGS = [
     ("mdsearch.search", [{"query": "x", "mode": "fuzzy"}], "mode"),
     ("mdsearch.search", [{"query": "bread foo:bar"}], "foo"),
     ("mdsearch.search", [{"query": "x", "root": "/not/a/folder"}], "workspace folder"),
+    ("mdsearch.search", [{"query": "x", "filters": "path:a/"}], "filters"),
+    ("mdsearch.search", [{"query": "x", "filters": {"folder": "a/"}}], "valid filters are"),
+    ("mdsearch.search", [{"query": "x", "filters": {"modified": "yesterday"}}], "date"),
+    ("mdsearch.search", [{"query": "x", "filters": {"tag": [3]}}], "tag"),
     ("mdsearch.related", [{}], "uri"),
     ("mdsearch.related", [{"uri": 5, "line": 1}], "uri"),
     ("mdsearch.related", [{"uri": "OUTSIDE", "line": "one"}], "line"),

@@ -177,4 +177,4 @@ def test_with_overrides_applies_only_given_flags():
 def test_fusion_setting():
     assert settings_from_client({"fusion": "convex"})[0].fusion == "convex"
     settings, warnings = settings_from_client({"fusion": "average"})
-    assert settings.fusion == "rrf" and "mdsearch.fusion" in warnings[0]
+    assert settings.fusion == "convex" and "mdsearch.fusion" in warnings[0]

@@ -22,6 +22,7 @@ from mdsearch_ls.engine.search import (
     make_snippet,
     parse_query,
     path_matches,
+    structured_filters,
 )
 
 
@@ -182,6 +183,46 @@ def test_path_matches():
     assert not path_matches("a/b/2023-07-08.md", "**/2024-*.md")
 
 
+def test_structured_filters_mean_what_the_inline_syntax_means():
+    got = structured_filters(path="Client work/", tag=["#Finance", "q3"], type="md",
+                             modified=">2025-01-01", phrase="net 30")
+    inline = parse_query('path:"Client work/" tag:finance tag:q3 type:md modified:>2025-01-01')[1]
+    assert got == Filters(inline.paths, inline.tags, inline.types, inline.modified_after,
+                          inline.modified_before, ("net 30",))
+    assert structured_filters() == Filters()
+    assert structured_filters(path=None, tag=[]) == Filters()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"folder": "a/"}, "valid filters are"),
+        ({"modified": "yesterday"}, "expected a date"),
+        ({"type": "txt"}, "md and markdown"),
+        ({"tag": ""}, "non-empty"),
+        ({"tag": [3]}, "non-empty"),
+        ({"path": 'a"b'}, "double quote"),
+    ],
+)
+def test_bad_structured_filters_say_what_is_wrong(kwargs, needle):
+    with pytest.raises(QueryError, match=needle):
+        structured_filters(**kwargs)
+
+
+def test_a_structured_phrase_filters_and_ranks(tmp_path, write, make_workspace, fake_embedder):
+    root = tmp_path / "notes"
+    write(root, "a.md", "# A\n\nPayment terms are net 30 for every client.\n")
+    write(root, "b.md", "# B\n\nPayment terms differ: 30 days net, usually.\n")
+    ws = make_workspace(root, fake_embedder)
+    ws.index()
+    hits = ws.search("payment terms", 5, filters=structured_filters(phrase="net 30"))
+    assert [h.path for h in hits] == ["a.md"]
+    # A phrase alone is a query too, as a typed "net 30" is.
+    assert [h.path for h in ws.search("", 5, filters=structured_filters(phrase="net 30"))] == [
+        "a.md"
+    ]
+
+
 def test_filters_merge():
     a = Filters(paths=("a/",), modified_after=10.0, modified_before=100.0)
     b = Filters(tags=("t",), modified_after=20.0, modified_before=50.0, phrases=("p q",))
@@ -259,10 +300,67 @@ def test_explain_carries_both_ranks(small, monkeypatch):
     monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: [(ids["b.md"], 1.0)])
     hit = ws.search("anything", 5)[0]
     assert hit.explain["semantic_rank"] == 1 and hit.explain["keyword_rank"] == 1
-    assert hit.explain["rrf"] > 0
+    assert hit.explain["fused"] > 0
     assert set(hit.to_json()) == {"path", "title", "breadcrumb", "start_line", "end_line",
                                   "score", "snippet"}
     assert "explain" in hit.to_json(explain=True)
+
+
+@pytest.fixture
+def named(tmp_path, write, make_workspace, fake_embedder):
+    root = tmp_path / "notes"
+    write(root, "Yacht club.md", "# Yacht club\n\nMembers meet on Fridays.\n")
+    write(root, "Harbour.md",
+          "---\naliases: [Marina]\n---\n# Harbour\n\nThe yacht club moors its boats here.\n")
+    write(root, "How.md", "# How\n\nA note whose name is a stopword.\n")
+    write(root, "Cello.md", "# Cello\n\nCello strings and bows.\n")
+    ws = make_workspace(root, fake_embedder)
+    ws.index()
+    ids = {p: ws.manifest.file(p).chunk_ids[0]
+           for p in ("Yacht club.md", "Harbour.md", "How.md", "Cello.md")}
+    return ws, ids
+
+
+def test_named_notes_need_every_word_of_a_title_or_alias(named):
+    ws, _ = named
+    everything = ["Yacht club.md", "Harbour.md", "How.md", "Cello.md"]
+    s = ws.searcher
+    assert s.named_notes("yacht club fees", everything) == {"Yacht club.md": 2}
+    assert s.named_notes("Yacht fees", everything) == {}  # half a name is not a name
+    assert s.named_notes("opening hours of the marina", everything) == {"Harbour.md": 1}
+    assert s.named_notes("how do I tune a cello", everything) == {"Cello.md": 1}  # not How.md
+    assert s.named_notes("cellos", everything) == {}  # exact words: no stemming
+    assert s.named_notes("yacht club", ["Harbour.md"]) == {}  # only among the candidates
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "convex"])
+def test_a_note_the_query_names_moves_up_in_hybrid_only(named, monkeypatch, fusion):
+    """Harbour is first in both lists, Yacht club second; the query names Yacht club."""
+    ws, ids = named
+    semantic = [(ids["Harbour.md"], 0.9), (ids["Yacht club.md"], 0.85), (ids["Cello.md"], 0.1)]
+    keyword_rows = [(ids["Harbour.md"], 9.0), (ids["Yacht club.md"], 8.0)]
+    monkeypatch.setattr(ws.store, "query", lambda *a, **kw: list(semantic))
+    monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: list(keyword_rows))
+
+    hits = ws.searcher.search("yacht club fees", 10, fusion=fusion)
+    assert [h.path for h in hits][:2] == ["Yacht club.md", "Harbour.md"]
+    assert hits[0].explain["title_match"] is True and hits[1].explain["title_match"] is False
+    # Without the name the lists decide.
+    plain = ws.searcher.search("membership fees", 10, fusion=fusion)
+    assert [h.path for h in plain][:2] == ["Harbour.md", "Yacht club.md"]
+    # The single modes stay pure: the name is a hybrid signal.
+    assert ws.searcher.search("yacht club fees", 10, mode="semantic")[0].path == "Harbour.md"
+    assert ws.searcher.search("yacht club fees", 10, mode="keyword")[0].path == "Harbour.md"
+
+
+def test_renaming_a_note_changes_what_names_it(named, tmp_path):
+    ws, _ = named
+    root = tmp_path / "notes"
+    (root / "Cello.md").rename(root / "Violoncello.md")
+    ws.index()
+    paths = ws.manifest.all_paths()
+    assert ws.searcher.named_notes("violoncello repair", paths) == {"Violoncello.md": 1}
+    assert ws.searcher.named_notes("cello repair", paths) == {}
 
 
 def test_ids_unknown_to_the_manifest_are_dropped(small, monkeypatch):
@@ -502,8 +600,8 @@ def test_two_copies_are_not_boilerplate(tmp_path, write, make_workspace, fake_em
     body = ws.manifest.chunks_for("a.md")[0].body_hash
     assert ws.manifest.body_file_counts([body]) == {body: 2}
     hits = ws.search("quarterly roadmap items", 5, mode="semantic")
-    assert all(h.explain["rrf"] > 0 for h in hits)
-    assert hits[0].explain["rrf"] == pytest.approx(1 / 61, rel=0.01)  # no down-weighting
+    assert all(h.explain["fused"] > 0 for h in hits)
+    assert hits[0].explain["fused"] == pytest.approx(1 / 61, rel=0.01)  # no down-weighting
 
 
 def test_query_cache_hit_and_invalidation(small, fake_embedder, touch_later):

@@ -13,7 +13,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from mdsearch_ls.config import MODES
-from mdsearch_ls.engine.search import Hit, QueryError
+from mdsearch_ls.engine.search import Hit, QueryError, structured_filters
 from mdsearch_ls.lsp.features.symbols import hit_uri, run_in_pool, search_folders
 from mdsearch_ls.lsp.server import FolderIndex, MdSearchServer, uri_to_path
 
@@ -66,7 +66,8 @@ def _limit(value: Any, default: int, name: str) -> int:
 def register(server: MdSearchServer) -> None:
     @server.command(SEARCH)
     async def search(ls: MdSearchServer, *args: Any) -> list[dict[str, Any]]:
-        usage = '{"query": string, "limit"?: number, "root"?: string, "mode"?: string}'
+        usage = ('{"query": string, "limit"?: number, "root"?: string, "mode"?: string, '
+                 '"filters"?: {"path"|"tag"|"type"|"modified"|"phrase": string | string[]}}')
         params = _one_object(SEARCH, args, usage)
         query = params.get("query")
         if not isinstance(query, str):
@@ -76,11 +77,20 @@ def register(server: MdSearchServer) -> None:
         if mode is not None and mode not in MODES:
             raise JsonRpcInvalidParams(f"{SEARCH}: 'mode' must be one of {', '.join(MODES)}")
         folders = _folders_for(ls, params.get("root"), SEARCH)
-        if not query.strip():
+        raw_filters = params.get("filters")
+        if raw_filters is not None and not isinstance(raw_filters, dict):
+            raise JsonRpcInvalidParams(f"{SEARCH}: 'filters' must be an object; expected {usage}")
+        try:
+            filters = structured_filters(**raw_filters) if raw_filters else None
+        except QueryError as exc:
+            raise JsonRpcInvalidParams(f"{SEARCH}: {exc}") from None
+        if not query.strip() and not (filters and filters.phrases):
             return []
         try:
             found = await run_in_pool(
-                ls, lambda: search_folders(ls, query, limit, mode=mode, folders=folders)
+                ls,
+                lambda: search_folders(ls, query, limit, mode=mode, folders=folders,
+                                       filters=filters),
             )
         except QueryError as exc:
             raise JsonRpcInvalidParams(str(exc)) from None

@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from mdsearch_ls.engine import chunking
-from mdsearch_ls.engine.search import Hit, QueryError
+from mdsearch_ls.engine.search import Filters, Hit, QueryError
 from mdsearch_ls.lsp.server import FolderIndex, MdSearchServer, path_to_uri
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,7 @@ def search_folders(
     *,
     mode: str | None = None,
     folders: list[FolderIndex] | None = None,
+    filters: Filters | None = None,
 ) -> list[tuple[FolderIndex, Hit]]:
     """Search every (or the given) folder and merge by score; runs on a pool thread."""
     merged: list[tuple[FolderIndex, Hit]] = []
@@ -36,7 +37,7 @@ def search_folders(
         ws = folder.ws
         if ws is None:
             continue
-        merged.extend((folder, h) for h in ws.search(query, limit, mode=mode))
+        merged.extend((folder, h) for h in ws.search(query, limit, mode=mode, filters=filters))
     if len(folders if folders is not None else ls.folders) > 1:
         merged.sort(key=lambda fh: -fh[1].score)
     return merged[:limit]
