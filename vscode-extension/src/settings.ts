@@ -10,8 +10,8 @@ export interface ConfigReader {
 
 export type SearchMode = 'hybrid' | 'semantic' | 'keyword';
 export const SEARCH_MODES: readonly SearchMode[] = ['hybrid', 'semantic', 'keyword'];
-export type Fusion = 'rrf' | 'convex';
-export const FUSIONS: readonly Fusion[] = ['rrf', 'convex'];
+export type Fusion = 'convex' | 'rrf';
+export const FUSIONS: readonly Fusion[] = ['convex', 'rrf'];
 
 /** The server's `mdsearch` settings section (camelCase, as the server contract names them). */
 export interface ServerSettings {

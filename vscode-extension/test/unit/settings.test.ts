@@ -29,7 +29,7 @@ const defaults = {
   chunkOverlap: 200,
   maxResults: 20,
   mode: 'hybrid',
-  fusion: 'rrf',
+  fusion: 'convex',
   'hover.enabled': true,
   'hover.maxResults': 5,
   'hover.minScore': 0.35,
@@ -45,7 +45,7 @@ describe('toServerSettings', () => {
       chunkOverlap: 200,
       maxResults: 20,
       mode: 'hybrid',
-      fusion: 'rrf',
+      fusion: 'convex',
       hover: { enabled: true, maxResults: 5, minScore: 0.35 },
       documentSymbols: false,
     });
