@@ -320,22 +320,54 @@ class Manifest:
     def keyword_search(
         self, match: str, limit: int, paths: set[str] | None = None
     ) -> list[tuple[str, float]]:
-        """BM25 over the FTS5 table; title hits weigh more than body hits. Best first."""
+        """BM25 over the FTS5 table; title hits weigh more than body hits. Best first.
+
+        With ``paths``, the ranked rows are streamed and filtered until ``limit`` pass, so a
+        narrow filter still gets its best ``limit`` matches (a fixed over-fetch could hold none
+        of them), at about the cost of the unfiltered query: FTS5 ranks every match either way,
+        while an ``IN`` over thousands of rowids or paths made SQLite 20-100x slower (measured).
+        """
         conn = self._conn()
         sql = (
             "SELECT c.id, c.path, bm25(chunks_fts, 4.0, 1.0) AS rank FROM chunks_fts "
             "JOIN chunks c ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? "
-            "ORDER BY rank LIMIT ?"
+            "ORDER BY rank"
         )
-        # With a path filter, over-fetch and filter in Python: a temp table per query costs
-        # more than it saves at note-collection sizes.
-        fetch = limit if paths is None else max(limit * 20, 2000)
         try:
-            rows = conn.execute(sql, (match, fetch)).fetchall()
+            if paths is None:
+                rows = conn.execute(sql + " LIMIT ?", (match, limit)).fetchall()
+                return [(cid, -float(rank)) for cid, _path, rank in rows]
+            out: list[tuple[str, float]] = []
+            for cid, path, rank in conn.execute(sql, (match,)):
+                if path in paths:
+                    out.append((cid, -float(rank)))
+                    if len(out) >= limit:
+                        break
+            return out
         except sqlite3.OperationalError as exc:
             raise ValueError(f"keyword query could not be parsed: {exc}") from exc
-        out = [(cid, -float(rank)) for cid, path, rank in rows if paths is None or path in paths]
-        return out[:limit]
+
+    def vector_table(self) -> tuple[list[str], list[str], np.ndarray]:
+        """Every chunk that has a cached vector: ids, paths and the vectors as one matrix.
+
+        One read for exact filtered search (see ``Searcher``); row order is arbitrary but the
+        three agree.
+        """
+        ids: list[str] = []
+        paths: list[str] = []
+        blobs: list[bytes] = []
+        for cid, path, blob in self._conn().execute(
+            "SELECT c.id, c.path, v.vector FROM chunks c "
+            "JOIN vectors v ON v.embed_hash = c.embed_hash"
+        ):
+            ids.append(cid)
+            paths.append(path)
+            blobs.append(blob)
+        if not blobs:
+            return ids, paths, np.zeros((0, 0), dtype=np.float32)
+        dim = len(blobs[0]) // 4
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim)
+        return ids, paths, matrix
 
     def phrase_chunk_ids(self, match: str) -> set[str]:
         conn = self._conn()

@@ -464,21 +464,53 @@ def test_modified_filter_in_every_mode(filtered, mode):
     assert [h.path for h in older] == ["finance/old.md"]
 
 
-def test_filters_reach_chroma_as_a_where_clause(filtered, monkeypatch):
-    seen: list[dict] = []
-    real = filtered.store.query
+def test_filtered_semantic_search_is_exact_over_the_notes_that_pass(filtered, monkeypatch):
+    """A file filter ranks every passing chunk by its true cosine, without asking Chroma."""
+    import numpy as np
 
-    def spy(vector, k, *, where=None, ids=None):
-        seen.append(where)
-        return real(vector, k, where=where, ids=ids)
+    def no_chroma(*a, **kw):
+        raise AssertionError("a filtered query must not reach Chroma below the size limit")
 
-    monkeypatch.setattr(filtered.store, "query", spy)
-    filtered.search("revenue path:finance/", 5, mode="semantic")
-    assert seen == [{"path": {"$in": ["finance/ledger.md", "finance/old.md"]}}]
+    monkeypatch.setattr(filtered.store, "query", no_chroma)
+    query = "ledger audits revenue"
+    hits = filtered.search(f"{query} path:ops/", 100, mode="semantic")
+    qvec = filtered.embedder.vector(query)
+    chunks = [c for p in filtered.manifest.all_paths() if p.startswith("ops/")
+              for c in filtered.manifest.chunks_for(p)]
+    vecs = filtered.manifest.vectors(c.embed_hash for c in chunks)
+    want = sorted(((float(np.dot(vecs[c.embed_hash], qvec)), c.path) for c in chunks),
+                  key=lambda t: (-t[0], t[1]))
+    assert len(chunks) == len(hits) == 70  # one section per note: every passing note, once
+    assert [round(h.score, 5) for h in hits] == [round(s, 5) for s, _ in want]
+    assert all(h.path.startswith("ops/") for h in hits)
 
 
-def test_a_broad_filter_over_fetches_instead_of_a_huge_where(filtered, monkeypatch):
-    """70 of 72 notes pass ``path:ops/``: no `$in` list, yet only ops/ notes come back."""
+def test_the_filter_table_follows_index_changes(tmp_path, write, make_workspace, fake_embedder):
+    root = tmp_path / "notes"
+    write(root, "finance/ledger.md", "# Ledger\n\nRevenue by month.\n")
+    write(root, "ops/report.md", "# Report\n\nRevenue report.\n")
+    ws = make_workspace(root, fake_embedder)
+    ws.index()
+    assert [h.path for h in ws.search("revenue path:finance/", 10, mode="semantic")] == [
+        "finance/ledger.md"
+    ]
+    write(root, "finance/forecast.md", "# Forecast\n\nRevenue forecast for next year.\n")
+    ws.update(["finance/forecast.md"])
+    after = {h.path for h in ws.search("revenue path:finance/", 10, mode="semantic")}
+    assert after == {"finance/ledger.md", "finance/forecast.md"}
+    (root / "finance" / "ledger.md").unlink()
+    ws.update(["finance/ledger.md"])
+    assert [h.path for h in ws.search("revenue path:finance/", 10, mode="semantic")] == [
+        "finance/forecast.md"
+    ]
+
+
+def test_a_huge_index_filters_in_chroma_instead(filtered, monkeypatch):
+    import mdsearch_ls.engine.search as search_mod
+
+    monkeypatch.setattr(search_mod, "EXACT_FILTER_MAX_CHUNKS", 0)
+    monkeypatch.setattr(filtered.searcher, "_table", None)  # built by earlier tests
+    filtered.searcher._cache.clear()
     seen: list[tuple[int, dict | None]] = []
     real = filtered.store.query
 
@@ -487,9 +519,12 @@ def test_a_broad_filter_over_fetches_instead_of_a_huge_where(filtered, monkeypat
         return real(vector, k, where=where, ids=ids)
 
     monkeypatch.setattr(filtered.store, "query", spy)
+    # A narrow filter: a where clause.
+    filtered.search("revenue path:finance/", 5, mode="semantic")
+    assert seen[-1][1] == {"path": {"$in": ["finance/ledger.md", "finance/old.md"]}}
+    # 70 of 72 notes pass path:ops/: no `$in` list, a bigger pool, and only ops/ notes back.
     hits = filtered.search("ledger audits revenue path:ops/", 10, mode="semantic")
-    assert seen and seen[0][1] is None
-    assert seen[0][0] > 60  # the pool grew to make up for what the filter drops
+    assert seen[-1][1] is None and seen[-1][0] > 60
     assert hits and all(h.path.startswith("ops/") for h in hits)
 
 
