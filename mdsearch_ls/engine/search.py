@@ -541,33 +541,55 @@ class Searcher:
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in live.values())
         weights = {c.chunk.id: boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
                    for c in live.values()}
-        named: dict[str, int] = {}
-        if mode == "hybrid":
-            named = self.named_notes(text, {c.chunk.path for c in live.values()})
-            for c in live.values():
-                c.named = c.chunk.path in named
         if fusion == "convex" and mode == "hybrid":
             _fuse_convex(list(live.values()))
             for c in live.values():
-                if c.named:
-                    c.fused += TITLE_BOOST
                 c.fused *= weights[c.chunk.id]
         else:
-            title_rank = _title_ranks(named, live.values())
             for c in live.values():
                 fused = 0.0
                 if c.semantic_rank is not None:
                     fused += SEMANTIC_WEIGHT / (RRF_K + c.semantic_rank)
                 if c.keyword_rank is not None:
                     fused += KEYWORD_WEIGHT / (RRF_K + c.keyword_rank)
-                if c.chunk.path in title_rank:
-                    fused += TITLE_WEIGHT / (RRF_K + title_rank[c.chunk.path])
                 c.fused = fused * weights[c.chunk.id]
+        if mode == "hybrid":
+            self._reward_named(text, live.values(), weights, fusion)
         if NOTE_FUSION and mode == "hybrid":
             _fuse_notes(list(live.values()), weights)
         ordered = sorted(live.values(), key=lambda c: (-c.fused, -(c.cosine or 0.0), c.chunk.id))
         return self._collapse(ordered, k, per_file, mode,
                               fusion if mode == "hybrid" else None)
+
+    def _reward_named(
+        self, text: str, cands: Iterable[_Candidate], weights: dict[str, float], fusion: str
+    ) -> None:
+        """Add the named-note signal to the best section of each note the query names.
+
+        Only that section: the note's other sections still have to earn their places, so a
+        note named by a common word ("Search") does not fill the list with all its sections.
+        """
+        cands = list(cands)
+        named = self.named_notes(text, {c.chunk.path for c in cands})
+        if not named:
+            return
+        best: dict[str, _Candidate] = {}
+        for c in cands:
+            b = best.get(c.chunk.path)
+            if c.chunk.path in named and (
+                b is None or (c.fused, c.cosine or 0.0) > (b.fused, b.cosine or 0.0)
+            ):
+                best[c.chunk.path] = c
+        if fusion == "convex":
+            for c in best.values():
+                c.named = True
+                c.fused += TITLE_BOOST * weights[c.chunk.id]
+            return
+        order = sorted(named, key=lambda p: (-named[p], -(best[p].cosine or -1.0), p))
+        for rank, path in enumerate(order, start=1):
+            c = best[path]
+            c.named = True
+            c.fused += TITLE_WEIGHT * weights[c.chunk.id] / (RRF_K + rank)
 
     def _vector_table(self) -> _VectorTable | None:
         """The in-memory vectors for exact filtered search, reloaded when the index changed;
@@ -738,18 +760,6 @@ class _VectorTable:
             while len(self._rows_memo) > 16:
                 self._rows_memo.popitem(last=False)
         return rows
-
-
-def _title_ranks(named: dict[str, int], cands: Iterable[_Candidate]) -> dict[str, int]:
-    """The named notes as a ranked list for RRF: longer names first, then the closer meaning."""
-    if not named:
-        return {}
-    best: dict[str, float] = {}
-    for c in cands:
-        if c.chunk.path in named:
-            best[c.chunk.path] = max(best.get(c.chunk.path, -1.0), c.cosine or -1.0)
-    order = sorted(named, key=lambda p: (-named[p], -best.get(p, -1.0), p))
-    return {p: rank for rank, p in enumerate(order, start=1)}
 
 
 def _fuse_convex(cands: list[_Candidate]) -> None:

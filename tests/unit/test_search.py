@@ -353,6 +353,21 @@ def test_a_note_the_query_names_moves_up_in_hybrid_only(named, monkeypatch, fusi
     assert ws.searcher.search("yacht club fees", 10, mode="keyword")[0].path == "Harbour.md"
 
 
+@pytest.mark.parametrize("fusion", ["convex", "rrf"])
+def test_only_the_best_section_of_a_named_note_is_rewarded(tmp_path, write, make_workspace,
+                                                           fake_embedder, fusion):
+    root = tmp_path / "notes"
+    write(root, "Search.md", "# Search\n\nSearch operators and syntax.\n\n"
+                             "## History\n\nRecent searches are kept.\n")
+    write(root, "Settings.md", "# Settings\n\n## Excluded files\n\n"
+                               "Hide files from search results and the graph.\n")
+    ws = make_workspace(root, fake_embedder)
+    ws.index()
+    hits = ws.searcher.search("hide files from search", 10, fusion=fusion)
+    rewarded = [(h.path, h.title) for h in hits if h.explain["title_match"]]
+    assert len(rewarded) == 1 and rewarded[0][0] == "Search.md"
+
+
 def test_renaming_a_note_changes_what_names_it(named, tmp_path):
     ws, _ = named
     root = tmp_path / "notes"
