@@ -214,8 +214,8 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     from mdsearch_ls.engine.search import QueryError, structured_filters
 
-    if not args.query and not args.queries:
-        _err("give a QUERY or --queries FILE")
+    if not args.query and not args.queries and not args.phrase:
+        _err("give a QUERY, --queries FILE or --phrase TEXT")
         return EXIT_USAGE
     if args.k < 1:
         _err("-k must be at least 1")
@@ -224,7 +224,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _open(args, args.root, settings) as ws:
         if not args.no_update:
             _index_report(ws, args)
-        queries = _read_queries(args.queries) if args.queries else [args.query]
+        queries = _read_queries(args.queries) if args.queries else [args.query or ""]
         try:
             filters = structured_filters(path=args.path, tag=args.tag, type=args.type,
                                          modified=args.modified, phrase=args.phrase)
