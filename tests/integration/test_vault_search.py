@@ -121,3 +121,20 @@ def test_exact_term_queries_are_found(vault_ws, mode):
         if not set(row["relevant"]) & set(paths):
             misses.append((row["query"], paths))
     assert not misses, misses
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("what goes into the monthly revenue report", "finance/Revenue tracking.md"),  # alias
+        ("who is on-call this week", "operations/Crisis management and escalation.md"),  # alias
+        ("expense policy for conference travel", "finance/Expense policy.md"),  # title
+    ],
+)
+def test_a_note_the_query_names_comes_first(vault_ws, query, expected):
+    """The real model, the default fusion: a query that spells out a note's title or one of its
+    aliases gets that note first, and --explain says why."""
+    hits = vault_ws.search(query, 5)
+    assert hits[0].path == expected, [h.path for h in hits]
+    assert hits[0].explain["title_match"] is True
+    assert sum(h.explain["title_match"] for h in hits if h.path == expected) == 1
