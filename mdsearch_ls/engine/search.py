@@ -271,8 +271,6 @@ def structured_filters(**values: str | Sequence[str] | None) -> Filters:
     return replace(filters, phrases=filters.phrases + tuple(phrases))
 
 
-
-
 @dataclass(frozen=True)
 class _PathMatcher:
     """``path:`` patterns compiled once: prefixes as one ``startswith``, globs as regexes."""
@@ -301,15 +299,7 @@ class _PathMatcher:
 
 def path_matches(path: str, pattern: str) -> bool:
     """Folder prefix (``finance/``, ``finance``) or glob (``**/*.md``, ``daily/2024-*``)."""
-    if any(c in pattern for c in "*?["):
-        if fnmatch.fnmatchcase(path, pattern):
-            return True
-        return pattern.startswith("**/") and fnmatch.fnmatchcase(path, pattern[3:])
-    if pattern.endswith("/"):
-        return path.startswith(pattern)
-    return path == pattern or path.startswith(pattern.rstrip("/") + "/") or path.startswith(
-        pattern
-    )
+    return _PathMatcher.of((pattern,))(path)
 
 
 # ---- the searcher ---------------------------------------------------------------------------
@@ -496,26 +486,12 @@ class Searcher:
         qvec: np.ndarray | None = None
         if mode in ("hybrid", "semantic"):
             qvec = self.embedder.embed_query(text)
-            where = None
-            sem_pool = pool
-            if allowed is not None:
-                total = len(self._files_meta())
-                share = len(allowed) / total if total else 1.0
-                if share >= BROAD_FILTER_SHARE:
-                    # A filter most notes pass: a `$in` over thousands of paths costs Chroma
-                    # more than over-fetching and dropping the few others below.
-                    sem_pool = int(pool / share) + k
-                else:
-                    where = {"path": {"$in": sorted(allowed)}}
-            ids = None
-            if phrase_ids is not None:
-                ids = sorted(phrase_ids)
             restricted = allowed is not None or phrase_ids is not None
             table = self._vector_table() if restricted else None
             if table is not None:
                 found = table.nearest(qvec, pool, allowed, phrase_ids)
             else:
-                found = self.store.query(qvec, sem_pool, where=where, ids=ids)
+                found = self._chroma_nearest(qvec, pool, k, allowed, phrase_ids)
             for rank, (cid, sim) in enumerate(found, start=1):
                 cands[cid] = _Candidate(chunk=None, semantic_rank=rank, cosine=sim)  # type: ignore[arg-type]
         if mode in ("hybrid", "keyword"):
@@ -590,6 +566,30 @@ class Searcher:
             c = best[path]
             c.named = True
             c.fused += TITLE_WEIGHT * weights[c.chunk.id] / (RRF_K + rank)
+
+    def _chroma_nearest(
+        self,
+        qvec: np.ndarray,
+        pool: int,
+        k: int,
+        allowed: set[str] | None,
+        phrase_ids: set[str] | None,
+    ) -> list[tuple[str, float]]:
+        """Semantic candidates from Chroma: unfiltered queries, and filtered ones in an index
+        too large for the in-memory table (the caller drops notes a filter does not allow)."""
+        where = None
+        sem_pool = pool
+        if allowed is not None:
+            total = len(self._files_meta())
+            share = len(allowed) / total if total else 1.0
+            if share >= BROAD_FILTER_SHARE:
+                # A filter most notes pass: a `$in` over thousands of paths costs Chroma more
+                # than over-fetching and dropping the few others afterwards.
+                sem_pool = int(pool / share) + k
+            else:
+                where = {"path": {"$in": sorted(allowed)}}
+        ids = sorted(phrase_ids) if phrase_ids is not None else None
+        return self.store.query(qvec, sem_pool, where=where, ids=ids)
 
     def _vector_table(self) -> _VectorTable | None:
         """The in-memory vectors for exact filtered search, reloaded when the index changed;
@@ -729,16 +729,15 @@ class _VectorTable:
         paths: set[str] | None,
         ids: set[str] | None,
     ) -> list[tuple[str, float]]:
-        """The ``k`` chunks closest to ``qvec`` among those of ``paths`` and in ``ids``."""
-        if ids is not None:
-            rows = np.asarray(sorted(self.row_of[c] for c in ids if c in self.row_of),
-                              dtype=np.int64)
-            if paths is not None:
-                rows = np.asarray([r for r in rows if self.paths[r] in paths], dtype=np.int64)
-        elif paths is not None:
+        """The ``k`` chunks closest to ``qvec`` among those of ``paths`` and in ``ids`` (at
+        least one of the two is given: unrestricted queries go to Chroma)."""
+        if ids is None:
+            assert paths is not None
             rows = self._rows_for(paths)
         else:
-            rows = np.arange(len(self.ids), dtype=np.int64)
+            rows = np.asarray(sorted(self.row_of[c] for c in ids if c in self.row_of
+                                     and (paths is None or self.paths[self.row_of[c]] in paths)),
+                              dtype=np.int64)
         if rows.size == 0 or self.matrix.size == 0:
             return []
         sims = self.matrix[rows] @ np.asarray(qvec, dtype=np.float32)
