@@ -43,6 +43,8 @@ function rememberEditor(): () => Promise<void> {
   if (!editor) return () => Promise.resolve();
   const { document, selections, visibleRanges, viewColumn } = editor;
   return async () => {
+    // preserveFocus false: the preview that had the focus is gone, and without this the keyboard
+    // would land nowhere (document.body) after Escape.
     const restored = await vscode.window.showTextDocument(document, { viewColumn, preserveFocus: false, preview: false });
     restored.selections = selections;
     if (visibleRanges[0]) restored.revealRange(visibleRanges[0], vscode.TextEditorRevealType.AtTop);

@@ -172,14 +172,31 @@ export class Workbench {
     await this.page.locator('.explorer-folders-view .monaco-list-row').first().waitFor({ timeout: 60_000 });
   }
 
+  /** Runs a palette interaction again when it fails: the workbench closes a quick input that
+   * loses focus (an editor shown just then, a notification), and a test should not fail on that
+   * race, only on the extension's behaviour. Each try starts from a closed quick input. */
+  async retry<T>(what: string, fn: () => Promise<T>, tries = 3): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (error) {
+        if (attempt >= tries) throw error;
+        log(`${what}: try ${attempt} failed (${error instanceof Error ? error.message.split('\n')[0] : String(error)}), again`);
+        await this.closeQuickInput();
+      }
+    }
+  }
+
   /** F1 is the one palette shortcut the browser never takes for itself. */
   async openPalette(prefix: '>' | '' = '>'): Promise<void> {
-    await this.closeQuickInput();
-    await this.page.keyboard.press('F1');
-    await this.quickInputBox.waitFor({ state: 'visible' });
-    if (prefix === '') {
-      await this.quickInputBox.fill('');
-    }
+    await this.retry('open the palette', async () => {
+      await this.closeQuickInput();
+      await this.page.keyboard.press('F1');
+      await this.quickInputBox.waitFor({ state: 'visible', timeout: 5000 });
+      if (prefix === '') {
+        await this.quickInputBox.fill('', { timeout: 5000 });
+      }
+    });
   }
 
   async closeQuickInput(): Promise<void> {
@@ -190,11 +207,13 @@ export class Workbench {
   }
 
   async runCommand(title: string): Promise<void> {
-    await this.openPalette('>');
-    await this.quickInputBox.fill(`>${title}`);
-    await this.quickRows(title).first().waitFor({ timeout: 15_000 });
-    await this.focusRow(title);
-    await this.page.keyboard.press('Enter');
+    await this.retry(`run "${title}"`, async () => {
+      await this.openPalette('>');
+      await this.quickInputBox.fill(`>${title}`, { timeout: 5000 });
+      await this.quickRows(title).first().waitFor({ timeout: 10_000 });
+      await this.focusRow(title);
+      await this.page.keyboard.press('Enter');
+    });
   }
 
   /** Moves the list focus with the arrow keys until the focused row contains `text`. */
@@ -210,12 +229,14 @@ export class Workbench {
 
   /** Quick Open (file by name), as Ctrl+P would, through F1 without the ">" prefix. */
   async openFile(relPath: string): Promise<void> {
-    await this.openPalette('');
-    await this.quickInputBox.fill(relPath);
     const name = path.basename(relPath);
-    await this.quickRows(name).first().waitFor({ timeout: 15_000 });
-    await this.focusRow(name);
-    await this.page.keyboard.press('Enter');
+    await this.retry(`open ${relPath}`, async () => {
+      await this.openPalette('');
+      await this.quickInputBox.fill(relPath, { timeout: 5000 });
+      await this.quickRows(name).first().waitFor({ timeout: 10_000 });
+      await this.focusRow(name);
+      await this.page.keyboard.press('Enter');
+    });
     await this.activeTab(name);
   }
 

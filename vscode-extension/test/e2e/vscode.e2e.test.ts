@@ -155,6 +155,20 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
     assert.ok(rows.every((r) => !r.includes('recipes.md')), `only other notes: ${rows.join(' | ')}`);
     await wb.screenshot('related.png');
     await wb.closeQuickInput();
+    // Escape puts back the note the previews replaced, with the keyboard in its editor.
+    await wb.activeTab('recipes.md');
+    const focus = await waitFor('the keyboard in the editor', async () => {
+      // a string, so the test's tsconfig needs no DOM types
+      const f = await wb.page.evaluate<{ inEditor: boolean; chain: string }>(`(() => {
+        const el = document.activeElement;
+        const chain = [];
+        for (let e = el; e && chain.length < 6; e = e.parentElement) chain.push(e.tagName + '.' + e.className);
+        return { inEditor: !!(el && el.closest('.monaco-editor')), chain: chain.join(' < ') };
+      })()`);
+      log(`focus: ${f.chain}`);
+      return f.inEditor ? f : undefined;
+    }, 5000, 500).catch((e: unknown) => e);
+    assert.ok(!(focus instanceof Error), String(focus));
   });
 
   it('indexes an edited note on save so the new text is found', async () => {
