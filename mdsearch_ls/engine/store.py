@@ -131,6 +131,17 @@ class ChromaStore:
         dists = res["distances"][0] if res.get("distances") else []
         return [(cid, 1.0 - float(d)) for cid, d in zip(found, dists, strict=False)]
 
+    def other_collections(self) -> list[str]:
+        """Names of the collections of other embedding spaces in the same Chroma directory."""
+        names = (getattr(c, "name", c) for c in self._client.list_collections())
+        return sorted(str(n) for n in names if n != self.name)
+
+    def drop_collection(self, name: str) -> None:
+        """Delete another space's collection and its files; never this store's own."""
+        if name == self.name:
+            raise ValueError("refusing to drop the open collection")
+        self._client.delete_collection(name)
+
     def close(self) -> None:
         """Drop our references. Chroma's process-wide client cache is left alone on purpose:
         clearing it would break the other folders' indexes open in the same server."""

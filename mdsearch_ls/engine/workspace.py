@@ -67,6 +67,11 @@ def default_index_dir(root: Path) -> Path:
     return cache_root() / "indexes" / f"{slug[:40]}-{digest}"
 
 
+# Embedding spaces of other settings kept beside the open one (the most recently opened first),
+# so switching a setting back and forth re-embeds nothing while a third one frees the oldest.
+KEEP_OTHER_SPACES = 1
+
+
 def space_name(settings: Settings) -> str:
     """Collection name for one embedding space: changing model or chunking starts a new one."""
     model = re.sub(r"[^A-Za-z0-9._-]+", "-", model_display_name(settings.model)).strip("-._")
@@ -161,6 +166,7 @@ class Workspace:
                 )
             except StoreError as exc:
                 raise IndexOpenError(str(exc)) from exc
+            self.dropped_spaces = self._prune_spaces()
             self.indexer = Indexer(
                 self.root, settings, self.manifest, self.store, embedder,
                 index_dir=self.index_dir,
@@ -175,6 +181,42 @@ class Workspace:
             self._lock.release()
             raise
         self.last_report: IndexReport | None = None
+
+    def _prune_spaces(self) -> list[str]:
+        """Delete the manifests and collections of all but the newest other embedding spaces.
+
+        Each model or chunking setting gets its own space, and without this every setting ever
+        tried would keep its vectors on disk forever. A space's age is the mtime of its manifest,
+        touched on every open; we hold the writer lock, so no other process has any space open.
+        """
+        own = self.index_dir / f"{self.space}.sqlite3"
+        with contextlib.suppress(OSError):
+            os.utime(own)
+        seen: dict[str, float] = {}
+        for f in self.index_dir.glob("*.sqlite3"):
+            if f.stem != self.space:
+                with contextlib.suppress(OSError):
+                    seen[f.stem] = f.stat().st_mtime
+        try:
+            collections = self.store.other_collections()
+        except Exception as exc:  # a listing failure must not stop the index from opening
+            log.warning("could not list old index collections in %s: %s", self.index_dir, exc)
+            collections = []
+        for name in collections:
+            seen.setdefault(name, 0.0)  # a collection whose manifest is gone: oldest
+        dropped = sorted(seen, key=lambda n: (-seen[n], n))[KEEP_OTHER_SPACES:]
+        for name in dropped:
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    (self.index_dir / f"{name}.sqlite3{suffix}").unlink()
+            if name in collections:
+                try:
+                    self.store.drop_collection(name)
+                except Exception as exc:
+                    log.warning("could not drop old index collection %s: %s", name, exc)
+        if dropped:
+            log.info("dropped the index of older settings: %s", ", ".join(dropped))
+        return dropped
 
     # ---- writes (one thread) ----------------------------------------------------------------
 

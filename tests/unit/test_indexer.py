@@ -451,6 +451,32 @@ def test_chunk_settings_select_another_space(vault, tmp_path, fake_embedder):
         assert ws.store.count() == default_chunks
 
 
+def test_only_the_newest_other_space_is_kept(vault, tmp_path, fake_embedder):
+    """Three settings in turn: the first one's manifest and collection are deleted on the third
+    open, the second one's kept (switching back to it re-embeds nothing)."""
+    idx = tmp_path / "idx"
+    first, second, third = (Settings(chunk_size=n, chunk_overlap=20) for n in (1000, 300, 120))
+    with Workspace(vault, first, fake_embedder, index_dir=idx) as ws:
+        ws.index()
+        first_space = ws.space
+    with Workspace(vault, second, fake_embedder, index_dir=idx) as ws:
+        ws.index()
+        second_space = ws.space
+        assert ws.dropped_spaces == []  # one other space is kept
+    time.sleep(0.01)  # distinct manifest mtimes
+    with Workspace(vault, third, fake_embedder, index_dir=idx) as ws:
+        ws.index()
+        assert ws.dropped_spaces == [first_space]
+        assert not (idx / f"{first_space}.sqlite3").exists()
+        assert ws.store.other_collections() == [second_space]
+    with Workspace(vault, second, fake_embedder, index_dir=idx) as ws:
+        fake_embedder.reset_counts()
+        assert ws.dropped_spaces == []  # the third is now the newest other
+        assert ws.index().files_unchanged == 4
+        assert fake_embedder.documents_embedded == 0
+        assert consistent(ws)
+
+
 def test_rebuild_reembeds_nothing_thanks_to_the_cache(vault, make_workspace, fake_embedder):
     ws = make_workspace(vault, fake_embedder)
     ws.index()
