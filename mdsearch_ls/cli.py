@@ -191,7 +191,11 @@ def _print_hits(query: str, hits: Sequence[Any], explain: bool) -> None:
         print(f"no results for {query!r}")
         return
     for i, h in enumerate(hits, start=1):
-        print(f"{i:2}. {h.score:.3f}  {h.path}:{h.start_line + 1}-{h.end_line + 1}")
+        # path:line first, the form terminals and editors open on a click. The number is the
+        # cosine similarity, labelled: in hybrid mode the order also weighs keywords and names,
+        # so a bare number that is not sorted would look like a bug.
+        print(f"{i:2}. {h.path}:{h.start_line + 1}  "
+              f"(lines {h.start_line + 1}-{h.end_line + 1}, similarity {h.score:.2f})")
         print(f"    {h.breadcrumb}")
         if h.snippet:
             print(f"    {h.snippet}")

@@ -52,6 +52,23 @@ def test_search_json_shape_and_ranking(cli_vault: tuple[Path, Path], tmp_path: P
     assert not any(p.name.endswith((".sqlite3", ".lock")) for p in vault.rglob("*"))
 
 
+def test_search_text_names_path_line_and_similarity(
+    cli_vault: tuple[Path, Path], tmp_path: Path
+) -> None:
+    vault, index = cli_vault
+    as_json = run("search", "crisis escalation threshold", "--root", str(vault), "--index-dir",
+                  str(index), "--json", "-k", "2", cache=tmp_path)
+    text = run("search", "crisis escalation threshold", "--root", str(vault), "--index-dir",
+               str(index), "-k", "2", cache=tmp_path)
+    assert text.returncode == 0, text.stderr
+    best = json.loads(as_json.stdout)["results"][0]
+    first = text.stdout.splitlines()[0]
+    start, end = best["start_line"] + 1, best["end_line"] + 1
+    assert first == (f" 1. {best['path']}:{start}  "
+                     f"(lines {start}-{end}, similarity {best['score']:.2f})")
+    assert text.stdout.splitlines()[1].strip() == best["breadcrumb"]
+
+
 def test_queries_file_loads_the_model_once(cli_vault: tuple[Path, Path], tmp_path: Path) -> None:
     vault, index = cli_vault
     queries = tmp_path / "q.txt"
