@@ -119,6 +119,10 @@ _CODE_BLOCK_TYPES = frozenset({"fence", "code_block"})
 _TAG_RE = re.compile(r"(?:(?<=\s)|^)#([\w/-]+)")
 _WIKILINK_RE = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
 _MD_LINK_RE = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)")
+# ``==highlight==`` (Obsidian) reads as its text; ``a == b`` is not one (no space inside the marks).
+_HIGHLIGHT_RE = re.compile(r"(?<![=\\])==(?=[^\s=])([^\n=]*?[^\s=])==(?!=)")
+# A block id (``... ^intro-2``) ends a paragraph or list item: an address, not words.
+_BLOCK_ID_RE = re.compile(r"[ \t]\^[A-Za-z0-9-]+[ \t]*$", re.MULTILINE)
 _CALLOUT_RE = re.compile(r"^([ \t]*(?:>[ \t]*)+)\[!([\w-]+)\][+-]?[ \t]*(.*)$", re.MULTILINE)
 _SENTENCE_END_RE = re.compile(r"[.!?…][)\"'\]»”’]*(?=\s)|[。！？]")
 _BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
@@ -402,13 +406,35 @@ def _callout_sub(m: re.Match[str]) -> str:
     return f"{prefix}{title or kind}"
 
 
+# A code span (CommonMark: a run of backticks closed by a run of the same length).
+_CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
+
+
 def _normalise_inline(text: str) -> str:
+    """Obsidian syntax to reading text, outside code spans: ``[[x]]`` in backticks is code."""
+    if "`" not in text:
+        return _normalise_prose(text)
+    out: list[str] = []
+    pos = 0
+    for m in _CODE_SPAN_RE.finditer(text):
+        out.append(_normalise_prose(text[pos : m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_normalise_prose(text[pos:]))
+    return "".join(out)
+
+
+def _normalise_prose(text: str) -> str:
     if "[[" in text:
         text = _WIKILINK_RE.sub(_wikilink_sub, text)
     if "](" in text:
         text = _MD_LINK_RE.sub(lambda m: m.group(1), text)
     if "[!" in text:
         text = _CALLOUT_RE.sub(_callout_sub, text)
+    if "==" in text:
+        text = _HIGHLIGHT_RE.sub(r"\1", text)
+    if "^" in text:
+        text = _BLOCK_ID_RE.sub("", text)
     return text
 
 

@@ -362,6 +362,14 @@ def test_list_items_are_block_boundaries() -> None:
         ("> [!warning]- \n> careful", "> warning\n> careful"),
         ("```\n[[raw]] %%kept%%\n```", "```\n[[raw]] %%kept%%\n```"),
         ("`printf %%d` and `%%`", "`printf %%d` and `%%`"),
+        ("a ==key point== here", "a key point here"),
+        ("if a == b and c==d", "if a == b and c==d"),
+        ("`x ==y==` and ==z==", "`x ==y==` and z"),
+        ("A paragraph. ^intro-2\nnext line", "A paragraph.\nnext line"),
+        ("- item ^li1", "- item"),
+        ("see `[[raw]]` and [[cooked]]", "see `[[raw]]` and cooked"),
+        ("``a ` [[b]]`` [[c]]", "``a ` [[b]]`` c"),
+        ("2^10 is 1024, x ^y z", "2^10 is 1024, x ^y z"),
     ],
 )
 def test_normalize_obsidian(src: str, expected: str) -> None:
