@@ -117,8 +117,13 @@ class Manifest:
     caches above can tell when their answers went stale.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        """``read_only``: a reader beside another process's writer (SQLite is process-safe);
+        the file must exist and nothing is created or migrated."""
         self.path = path
+        self.read_only = read_only
+        if read_only and not path.exists():
+            raise FileNotFoundError(f"no index at {path}")
         path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._generation = 0
@@ -126,8 +131,11 @@ class Manifest:
         self._all: list[sqlite3.Connection] = []
         conn = self._conn()
         with conn:
-            conn.executescript(_SCHEMA)
+            if not read_only:
+                conn.executescript(_SCHEMA)
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None and read_only:
+                raise sqlite3.DatabaseError(f"manifest {path} is not initialised")
             if row is None:
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
@@ -142,6 +150,11 @@ class Manifest:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            if self.read_only:
+                conn.execute("PRAGMA query_only=ON")  # the writer's process owns the file
+                self._local.conn = conn
+                self._all.append(conn)
+                return conn
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=OFF")
@@ -160,7 +173,10 @@ class Manifest:
 
     @property
     def generation(self) -> int:
-        """Bumped on every write; the query cache keys on it."""
+        """Bumped on every write; the query cache keys on it. A read-only manifest reads it
+        from the file, since the writer is another process."""
+        if self.read_only:
+            return int(self.get_meta("generation") or 0)
         return self._generation
 
     def get_meta(self, key: str) -> str | None:

@@ -317,12 +317,17 @@ class _Candidate:
 
 
 class Searcher:
-    """Read side of one index. Thread-safe; never blocks on the writer."""
+    """Read side of one index. Thread-safe; never blocks on the writer.
+
+    ``store`` None is the read-only side of an index another process writes: Chroma is not
+    process-safe, so every vector query is then answered exactly from the manifest's vectors
+    (SQLite is), as filtered queries always are.
+    """
 
     def __init__(
         self,
         manifest: Manifest,
-        store: ChromaStore,
+        store: ChromaStore | None,
         embedder: Any,
         *,
         per_file: int = 2,
@@ -487,7 +492,7 @@ class Searcher:
         if mode in ("hybrid", "semantic"):
             qvec = self.embedder.embed_query(text)
             restricted = allowed is not None or phrase_ids is not None
-            table = self._vector_table() if restricted else None
+            table = self._vector_table() if restricted or self.store is None else None
             if table is not None:
                 found = table.nearest(qvec, pool, allowed, phrase_ids)
             else:
@@ -589,6 +594,7 @@ class Searcher:
             else:
                 where = {"path": {"$in": sorted(allowed)}}
         ids = sorted(phrase_ids) if phrase_ids is not None else None
+        assert self.store is not None  # a read-only searcher always has the vector table
         return self.store.query(qvec, sem_pool, where=where, ids=ids)
 
     def _vector_table(self) -> _VectorTable | None:
@@ -602,7 +608,7 @@ class Searcher:
             table = self._table
             if table is not None and table.generation == gen:
                 return table
-            if self.manifest.counts()[1] > EXACT_FILTER_MAX_CHUNKS:
+            if self.store is not None and self.manifest.counts()[1] > EXACT_FILTER_MAX_CHUNKS:
                 return None
             ids, paths, matrix = self.manifest.vector_table()
             table = _VectorTable(gen, ids, paths, matrix)
@@ -686,8 +692,18 @@ class Searcher:
         per_file: int = 1,
     ) -> list[Hit]:
         """Sections nearest to ``vector`` in other notes, boilerplate pushed down, one per note."""
-        where = {"path": {"$ne": exclude_path}} if exclude_path else None
-        found = self.store.query(vector, max(30, k * 8), where=where)
+        pool = max(30, k * 8)
+        table = self._vector_table() if self.store is None else None
+        if table is not None:
+            # the note's own chunks are dropped after: over-fetch by as many as it has
+            own = table.rows_of_path.get(exclude_path or "")
+            extra = 0 if own is None else int(own.size)
+            found = [hit for hit in table.nearest(vector, pool + extra, None, None)
+                     if table.paths[table.row_of[hit[0]]] != exclude_path][:pool]
+        else:
+            assert self.store is not None  # no table only when Chroma is there to ask
+            where = {"path": {"$ne": exclude_path}} if exclude_path else None
+            found = self.store.query(vector, pool, where=where)
         if not found:
             return []
         records = self.manifest.get_chunks([cid for cid, _ in found])
@@ -729,9 +745,11 @@ class _VectorTable:
         paths: set[str] | None,
         ids: set[str] | None,
     ) -> list[tuple[str, float]]:
-        """The ``k`` chunks closest to ``qvec`` among those of ``paths`` and in ``ids`` (at
-        least one of the two is given: unrestricted queries go to Chroma)."""
-        if ids is None:
+        """The ``k`` chunks closest to ``qvec`` among those of ``paths`` and in ``ids``; with
+        neither, among all (only a read-only searcher asks that: it has no Chroma)."""
+        if ids is None and paths is None:
+            rows = np.arange(len(self.ids), dtype=np.int64)
+        elif ids is None:
             assert paths is not None
             rows = self._rows_for(paths)
         else:

@@ -45,6 +45,10 @@ class IndexLockedError(RuntimeError):
     """Another process writes this index. Two writers would hang or corrupt Chroma."""
 
 
+class IndexReadOnlyError(RuntimeError):
+    """A write was asked of a workspace opened read-only (another process is its writer)."""
+
+
 class IndexOpenError(RuntimeError):
     """The index exists but cannot be used (corrupt, wrong version); it can be rebuilt."""
 
@@ -129,6 +133,11 @@ class Related:
 class Workspace:
     """A folder of notes with its open index. Writes: one thread. Reads: any thread."""
 
+    # None when opened read-only: another process is the writer.
+    store: ChromaStore | None
+    indexer: Indexer | None
+    _lock: _Lock | None
+
     def __init__(
         self,
         root: Path | str,
@@ -136,7 +145,11 @@ class Workspace:
         embedder: Embedder,
         *,
         index_dir: Path | str | None = None,
+        read_only: bool = False,
     ) -> None:
+        """``read_only``: search an index another process writes (an editor's server), as it
+        is: no lock, no Chroma (not process-safe), no repair or update; vector queries are
+        answered exactly from the manifest. Raises FileNotFoundError when there is no index."""
         root = Path(root).expanduser()
         if not root.exists():
             raise FileNotFoundError(f"notes folder not found: {root}")
@@ -150,6 +163,11 @@ class Workspace:
             Path(chosen).expanduser().resolve() if chosen else default_index_dir(self.root)
         )
         self.space = space_name(settings)
+        self.read_only = read_only
+        self.last_report: IndexReport | None = None
+        if read_only:
+            self._open_read_only()
+            return
         self._lock = _Lock(self.index_dir / "writer.lock")
         try:
             (self.index_dir / "ROOT").write_text(str(self.root) + "\n", encoding="utf-8")
@@ -180,7 +198,29 @@ class Workspace:
         except BaseException:
             self._lock.release()
             raise
-        self.last_report: IndexReport | None = None
+
+    def _open_read_only(self) -> None:
+        self._lock = None
+        self.dropped_spaces: list[str] = []
+        self.repaired = None
+        try:
+            self.manifest = Manifest(self.index_dir / f"{self.space}.sqlite3", read_only=True)
+        except sqlite3.DatabaseError as exc:
+            raise IndexOpenError(
+                f"the manifest in {self.index_dir} cannot be read ({exc})"
+            ) from exc
+        self.store = None
+        self.indexer = None
+        self.searcher = Searcher(
+            self.manifest, None, self.embedder, per_file=self.settings.per_file
+        )
+
+    def _writer(self) -> Indexer:
+        if self.indexer is None:
+            raise IndexReadOnlyError(
+                f"the index in {self.index_dir} is open read-only (another process writes it)"
+            )
+        return self.indexer
 
     def _prune_spaces(self) -> list[str]:
         """Delete the manifests and collections of all but the newest other embedding spaces.
@@ -227,18 +267,18 @@ class Workspace:
         *,
         rebuild: bool = False,
     ) -> IndexReport:
-        report = self.indexer.index(progress, cancel, rebuild=rebuild)
+        report = self._writer().index(progress, cancel, rebuild=rebuild)
         self.last_report = report
         return report
 
     def update(self, paths: Iterable[str | Path]) -> IndexReport:
-        return self.indexer.update(paths)
+        return self._writer().update(paths)
 
     def delete(self, paths: Iterable[str | Path]) -> IndexReport:
-        return self.indexer.delete(paths)
+        return self._writer().delete(paths)
 
     def rename(self, pairs: Sequence[tuple[str | Path, str | Path]]) -> IndexReport:
-        return self.indexer.rename(pairs)
+        return self._writer().rename(pairs)
 
     # ---- reads (any thread) -----------------------------------------------------------------
 
@@ -320,6 +360,7 @@ class Workspace:
             "index_dir": str(self.index_dir),
             "space": self.space,
             "last_update": _iso(float(last)) if last else None,
+            "read_only": self.read_only,
         }
 
     def relpath(self, path: Path | str) -> str | None:
@@ -327,10 +368,12 @@ class Workspace:
 
     def close(self) -> None:
         try:
-            self.store.close()
+            if self.store is not None:
+                self.store.close()
             self.manifest.close()
         finally:
-            self._lock.release()
+            if self._lock is not None:
+                self._lock.release()
 
     def __enter__(self) -> Workspace:
         return self
