@@ -146,13 +146,30 @@ class _Progress:
             self._bar.close()
 
 
-def _open(args: argparse.Namespace, root: str, settings: Settings):  # type: ignore[no-untyped-def]
+def _open(  # type: ignore[no-untyped-def]
+    args: argparse.Namespace, root: str, settings: Settings, *, reader: bool = False
+):
+    """The workspace of ``root``. A ``reader`` (search, related, status) whose index another
+    process is writing (an editor's server) opens it read-only instead of failing: it searches
+    the index as that process has it, without updating it first."""
     from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder
-    from mdsearch_ls.engine.workspace import Workspace
+    from mdsearch_ls.engine.workspace import IndexLockedError, Workspace
 
-    return Workspace(
-        root, settings, SentenceTransformerEmbedder(settings.model), index_dir=args.index_dir
-    )
+    embedder = SentenceTransformerEmbedder(settings.model)
+    try:
+        return Workspace(root, settings, embedder, index_dir=args.index_dir)
+    except IndexLockedError as exc:
+        if not reader:
+            raise
+        try:
+            ws = Workspace(root, settings, embedder, index_dir=args.index_dir, read_only=True)
+        except FileNotFoundError:
+            raise exc from None  # nothing indexed yet: only the writer can help
+        if not args.quiet:
+            print(f"mdsearch: the index in {ws.index_dir} is in use by another process (an "
+                  f"editor's server?): reading it as it is, without updating it",
+                  file=sys.stderr)
+        return ws
 
 
 def _index_report(ws: Any, args: argparse.Namespace, *, rebuild: bool = False) -> Any:
@@ -225,8 +242,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         _err("-k must be at least 1")
         return EXIT_USAGE
     settings = _settings(args)
-    with _open(args, args.root, settings) as ws:
-        if not args.no_update:
+    with _open(args, args.root, settings, reader=True) as ws:
+        if not args.no_update and not ws.read_only:
             _index_report(ws, args)
         queries = _read_queries(args.queries) if args.queries else [args.query or ""]
         try:
@@ -262,8 +279,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_related(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    with _open(args, args.root, settings) as ws:
-        _index_report(ws, args)
+    with _open(args, args.root, settings, reader=True) as ws:
+        if not ws.read_only:
+            _index_report(ws, args)
         target = Path(args.file)
         rel = ws.relpath(target if target.is_absolute() else Path.cwd() / target)
         if rel is None or not (ws.root / rel).is_file():
@@ -285,7 +303,7 @@ def cmd_related(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    with _open(args, args.root, settings) as ws:
+    with _open(args, args.root, settings, reader=True) as ws:
         info = ws.status()
         if args.json:
             print(json.dumps(info))

@@ -142,3 +142,38 @@ def test_locked_index_exits_3_fast(tmp_path: Path, fake_embedder: object) -> Non
         assert time.perf_counter() - t0 < 30  # fails fast: no model load, no hang
     finally:
         holder.close()
+
+
+def test_search_reads_an_index_another_process_writes(
+    tmp_path: Path, real_embedder: object
+) -> None:
+    """An editor's server holds the index: search, related and status still answer, read-only
+    (the note on stderr says so), and nothing is written."""
+    from tests.conftest import copy_vault
+
+    vault = copy_vault(tmp_path / "vault")
+    index = tmp_path / "index"
+    holder = Workspace(vault, Settings(), real_embedder, index_dir=index)  # type: ignore[arg-type]
+    try:
+        holder.index()
+        generation = holder.manifest.generation
+        res = run("search", "crisis escalation threshold", "--root", str(vault), "--index-dir",
+                  str(index), "--json", "-k", "3", cache=tmp_path)
+        assert res.returncode == 0, res.stderr
+        assert "in use by another process" in res.stderr
+        hits = json.loads(res.stdout)["results"]
+        assert hits[0]["path"] == "operations/Crisis management and escalation.md"
+        expected = holder.search("crisis escalation threshold", 3)
+        assert [h["breadcrumb"] for h in hits] == [h.breadcrumb for h in expected]
+        status = run("status", "--root", str(vault), "--index-dir", str(index), "--json",
+                     cache=tmp_path)
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["read_only"] is True
+        related = run("related", "operations/Crisis management and escalation.md", "--line",
+                      "26", "--root", str(vault), "--index-dir", str(index), "--json",
+                      cache=tmp_path)
+        assert related.returncode == 0, related.stderr
+        assert json.loads(related.stdout)["results"]
+        assert holder.manifest.generation == generation  # the reader wrote nothing
+    finally:
+        holder.close()
