@@ -68,6 +68,7 @@ class FolderIndex:
         self.jobs_done = 0
         self.closed = False
         self.last_report: IndexReport | None = None
+        self._retired: list[Workspace] = []
 
     # ---- writer-thread jobs -----------------------------------------------------------------
 
@@ -88,13 +89,49 @@ class FolderIndex:
             return
         try:
             self.ws = Workspace(self.root, self.server.settings, self.server.embedder)
-        except (IndexLockedError, IndexOpenError, OSError) as exc:
-            self.state = STATE_ERROR
-            self.last_error = str(exc)
+        except IndexLockedError as exc:
+            # Another mdsearch process writes this index (a second editor window on the same
+            # vault, a CLI run): search what it has indexed rather than fail.
+            try:
+                self.ws = Workspace(self.root, self.server.settings, self.server.embedder,
+                                    read_only=True)
+            except (FileNotFoundError, IndexOpenError, OSError):
+                self._open_failed(exc)
+                raise exc from None
+            log.info("%s: %s; searching it read-only", self.name, exc)
             self.server.show_message_threadsafe(
-                f"mdsearch cannot open the index for {self.name}: {exc}", types.MessageType.Error
+                f"mdsearch: another mdsearch process (another editor window?) is indexing "
+                f"{self.name}. This window searches that index as it is; it indexes saves "
+                f"itself once that process is gone.",
+                types.MessageType.Info,
             )
+        except (IndexOpenError, OSError) as exc:
+            self._open_failed(exc)
             raise
+
+    def _open_failed(self, exc: Exception) -> None:
+        self.state = STATE_ERROR
+        self.last_error = str(exc)
+        self.server.show_message_threadsafe(
+            f"mdsearch cannot open the index for {self.name}: {exc}", types.MessageType.Error
+        )
+
+    def take_over(self) -> bool:
+        """A read-only folder becomes the writer once the other process has let go of the
+        lock, and catches up with the notes (incremental). Writer thread only."""
+        if self.ws is None or not self.ws.read_only:
+            return self.ws is not None
+        try:
+            ws = Workspace(self.root, self.server.settings, self.server.embedder)
+        except IndexLockedError:
+            return False
+        # Searches may still be reading the old one on other threads: it is closed with the
+        # folder, not now.
+        self._retired.append(self.ws)
+        self.ws = ws
+        report = ws.index(cancel=lambda: self.closed)
+        log.info("%s: now the index writer: %s", self.name, report.summary())
+        return True
 
     def queue(self, rel: str, op: str) -> None:
         """Queue a per-file change; the latest operation for a file wins."""
@@ -118,6 +155,11 @@ class FolderIndex:
                     self._drain_scheduled = False
                     return
             if self.ws is None or self.closed:
+                continue
+            if self.ws.read_only and not self.take_over():
+                # The writing process indexes these when it sees them (its watcher, its next
+                # scan): the manifest of every note's hash makes sure nothing is missed.
+                log.info("%s: read-only, not indexing %s", self.name, ", ".join(sorted(batch)))
                 continue
             updates = [p for p, op in batch.items() if op == "update"]
             deletes = [p for p, op in batch.items() if op == "delete"]
@@ -145,12 +187,13 @@ class FolderIndex:
             "state": self.state,
             "last_error": self.last_error,
             "last_update": None,
+            "read_only": False,
         }
         if self.ws is not None:
             info = self.ws.status()
             base.update(
                 files=info["files"], chunks=info["chunks"], index_dir=info["index_dir"],
-                last_update=info["last_update"],
+                last_update=info["last_update"], read_only=info["read_only"],
             )
         return base
 
@@ -160,6 +203,9 @@ class FolderIndex:
         if self.ws is not None:
             self.ws.close()
             self.ws = None
+        for ws in self._retired:
+            ws.close()
+        self._retired.clear()
 
 
 class MdSearchServer(LanguageServer):
@@ -355,7 +401,8 @@ def _hard_exit(server: MdSearchServer, code: int) -> None:
         try:
             if folder.ws is not None:
                 folder.ws.manifest.close()
-                folder.ws._lock.release()
+                if folder.ws._lock is not None:
+                    folder.ws._lock.release()
         except Exception:
             pass
     logging.shutdown()

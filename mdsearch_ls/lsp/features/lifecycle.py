@@ -111,6 +111,8 @@ async def index_folder(ls: MdSearchServer, folder: FolderIndex, *, rebuild: bool
     def job() -> Any:
         folder.open()
         assert folder.ws is not None
+        if folder.ws.read_only and not folder.take_over():
+            return None  # another process is still the writer
         folder.state = STATE_INDEXING
         return folder.ws.index(
             progress=progress.report,
@@ -124,6 +126,12 @@ async def index_folder(ls: MdSearchServer, folder: FolderIndex, *, rebuild: bool
         folder.state = STATE_ERROR
         folder.last_error = str(exc)
         progress.end(f"{folder.name}: failed: {exc}")
+        ls.status_changed(force=True)
+        return
+    if report is None:
+        folder.state = STATE_READY
+        folder.last_error = None
+        progress.end(f"{folder.name}: read-only, another mdsearch process indexes it")
         ls.status_changed(force=True)
         return
     folder.last_report = report

@@ -53,7 +53,7 @@ def rescan(ls: MdSearchServer, uri: str) -> None:
     folder = ls.folder_for(uri)
     if folder is None:
         return
-    if folder.ws is not None:
+    if folder.ws is not None and folder.ws.indexer is not None:
         folder.ws.indexer.filter.refresh()
     start_folder(ls, folder)
 
