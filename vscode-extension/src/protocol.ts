@@ -43,6 +43,9 @@ export interface FolderStatus {
   state: IndexState;
   last_error: string | null;
   last_update: string | null;
+  /** Another mdsearch process (a second window on the vault) writes this index; this server
+   * only searches it until that process is gone. */
+  read_only: boolean;
 }
 
 /** Params of `mdsearch/status`. */
@@ -124,5 +127,6 @@ function parseFolder(f: Record<string, unknown>): FolderStatus {
     state: (typeof f.state === 'string' && states.includes(f.state) ? f.state : 'ready') as IndexState,
     last_error: optStr(f.last_error),
     last_update: optStr(f.last_update),
+    read_only: f.read_only === true,
   };
 }

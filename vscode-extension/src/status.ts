@@ -81,13 +81,18 @@ function renderServerStatus(s: StatusParams): StatusView {
         error: false,
       };
     }
-    case 'ready':
+    case 'ready': {
+      const readOnly = s.folders.filter((f) => f.read_only).map((f) => baseName(f.root));
+      const note = readOnly.length
+        ? `Read-only: another mdsearch process (another window?) indexes ${readOnly.join(', ')}; this window searches it and indexes saves once that process is gone.`
+        : '';
       return {
-        text: `$(search) ${formatCount(sections)} ${sections === 1 ? 'section' : 'sections'}`,
-        tooltip: [`mdsearch: ${formatCount(sections)} sections indexed`, detail, 'Click for details.'].filter(Boolean).join('\n'),
+        text: `$(search) ${formatCount(sections)} ${sections === 1 ? 'section' : 'sections'}${readOnly.length ? ' (read-only)' : ''}`,
+        tooltip: [`mdsearch: ${formatCount(sections)} sections indexed`, detail, note, 'Click for details.'].filter(Boolean).join('\n'),
         command: 'mdsearch.showStatus',
         error: false,
       };
+    }
     case 'error': {
       const errors = s.folders.map((f) => f.last_error).filter((e): e is string => !!e);
       return {
@@ -110,6 +115,7 @@ export function describeFolder(f: FolderStatus): { label: string; description: s
   ];
   if (f.queue > 0) parts.push(`${formatCount(f.queue)} queued`);
   if (f.last_update) parts.push(`updated ${f.last_update}`);
+  if (f.read_only) parts.push('read-only: another mdsearch process indexes it');
   if (f.last_error) parts.push(`last error: ${f.last_error}`);
   return { label: `$(folder) ${baseName(f.root)}`, description: `${f.state} · ${f.root}`, detail: parts.join(' · ') };
 }

@@ -21,6 +21,7 @@ const folder = (over: Partial<FolderStatus> = {}): FolderStatus => ({
   state: 'ready',
   last_error: null,
   last_update: '2025-01-01T10:00:00Z',
+  read_only: false,
   ...over,
 });
 
@@ -49,6 +50,15 @@ describe('renderStatus', () => {
     assert.equal(view.text, '$(search) 1,234 sections');
     assert.match(view.tooltip, /vault: 12 files, 1,000 sections/);
     assert.equal(view.command, 'mdsearch.showStatus');
+  });
+
+  it('says so when another process writes a folder\'s index', () => {
+    const view = server({ state: 'ready', folders: [folder({ read_only: true }), folder({ root: '/work', chunks: 6 })] });
+    assert.equal(view.text, '$(search) 1,240 sections (read-only)');
+    assert.match(view.tooltip, /another mdsearch process \(another window\?\) indexes vault;/);
+    assert.doesNotMatch(server({ state: 'ready', folders: [folder()] }).text, /read-only/);
+    assert.match(describeFolder(folder({ read_only: true })).detail, /read-only: another mdsearch process indexes it/);
+    assert.equal(parseStatus({ state: 'ready', folders: [{ root: '/v', read_only: true }] })?.folders[0]?.read_only, true);
   });
 
   it('uses the singular for one section', () => {
@@ -93,7 +103,7 @@ describe('status from the wire', () => {
     assert.equal(parseStatus({ folders: [] }), undefined);
     const status = parseStatus({ state: 'ready', folders: [{ root: '/v' }] });
     assert.deepEqual(status?.folders[0], {
-      root: '/v', files: 0, chunks: 0, model: '', index_dir: '', queue: 0, state: 'ready', last_error: null, last_update: null,
+      root: '/v', files: 0, chunks: 0, model: '', index_dir: '', queue: 0, state: 'ready', last_error: null, last_update: null, read_only: false,
     });
   });
 });
