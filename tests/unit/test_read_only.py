@@ -72,7 +72,7 @@ def test_reader_sees_what_the_writer_commits(pair, vault, write) -> None:
     writer.update(["fruit.md"])
     hits = reader.search("kiwi", 3, mode="keyword")  # the cache keys on the file's generation
     assert [h.path for h in hits] == ["fruit.md"]
-    assert [h.path for h in reader.search("kiwi vines", 3, mode="semantic")][0] == "fruit.md"
+    assert reader.search("kiwi vines", 3, mode="semantic")[0].path == "fruit.md"
 
 
 def test_reader_never_writes(pair) -> None:
