@@ -5,11 +5,15 @@ tokens, so ``backup.retention_days`` is indexed as ``backup retention days`` and
 ``retention`` finds it, while the exact identifier still matches as a phrase. Typed queries are
 natural language, so terms are OR-ed and BM25 ranks documents that match more and rarer terms
 higher; identifiers typed with punctuation also go in as a phrase, which rewards the exact
-sequence. Quoted phrases are hard requirements.
+sequence. For hybrid search, two content words typed next to each other ("working directory",
+"group ownership") also go in as a two-word phrase (``pairs=True``), so a section holding them
+together outranks one that only has each somewhere; keyword mode does without (see
+:func:`build_match`). Quoted phrases are hard requirements.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -37,11 +41,27 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def build_match(text: str, phrases: Sequence[str] = ()) -> str | None:
-    """FTS5 expression: ``text``'s terms OR-ed, AND every phrase; None when nothing to match."""
+def build_match(text: str, phrases: Sequence[str] = (), *, pairs: bool = False) -> str | None:
+    """FTS5 expression: ``text``'s terms OR-ed, AND every phrase; None when nothing to match.
+
+    ``pairs`` also ORs in each two adjacent content words as a phrase. Hybrid search asks for
+    them: on the nl2bash/tldr set they raised hybrid top-5 / MRR@10 from 0.553 / 0.403 to
+    0.567 / 0.406, and the examples vault's top-1 from 0.892 to 0.908 (benchmarks/README.md).
+    Keyword mode alone got worse with them (tldr top-5 0.425 -> 0.403, vault top-1 0.800 ->
+    0.785), most likely because BM25 alone then counts a common pair's words twice and can
+    rank "current directory" over the query's one rare word, where in hybrid the dense side
+    outweighs that.
+    """
     words = tokens(text)
     content = [w for w in words if w not in STOPWORDS] or words
     terms: list[str] = list(dict.fromkeys(_quote(w) for w in content))
+    if pairs:
+        # An OR-ed phrase only adds to the score of the sections that hold the pair in order
+        # (BM25 sums over the matched terms); it never narrows the match. No pair across a
+        # stopword ("copy of files"): the two words are rarely one unit there.
+        for a, b in itertools.pairwise(words):
+            if a != b and a not in STOPWORDS and b not in STOPWORDS:
+                terms.append(_quote(f"{a} {b}"))
     # Identifiers such as Ctrl+Shift+F or ERR_CERT_DATE_INVALID: also match the exact sequence.
     for compound in _COMPOUND.findall(text):
         parts = tokens(compound)

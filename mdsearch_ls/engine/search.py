@@ -500,7 +500,9 @@ class Searcher:
             for rank, (cid, sim) in enumerate(found, start=1):
                 cands[cid] = _Candidate(chunk=None, semantic_rank=rank, cosine=sim)  # type: ignore[arg-type]
         if mode in ("hybrid", "keyword"):
-            match = keyword.build_match(text, filters.phrases)
+            # Adjacent-word phrases help the fused ranking but not BM25 alone (measured; see
+            # keyword.build_match), so only hybrid asks for them.
+            match = keyword.build_match(text, filters.phrases, pairs=mode == "hybrid")
             if match:
                 rows = self.manifest.keyword_search(match, pool, allowed)
                 for rank, (cid, bm25) in enumerate(rows, start=1):

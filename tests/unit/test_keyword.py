@@ -18,6 +18,20 @@ def test_plain_words_are_ored():
     assert build_match("revenue tracking") == '"revenue" OR "tracking"'
 
 
+def test_pairs_adds_adjacent_content_words_as_phrases():
+    assert build_match("revenue tracking", pairs=True) == (
+        '"revenue" OR "tracking" OR "revenue tracking"'
+    )
+    assert build_match("rotate keys weekly", pairs=True) == (
+        '"rotate" OR "keys" OR "weekly" OR "rotate keys" OR "keys weekly"'
+    )
+    assert build_match("budget Budget", pairs=True) == '"budget"'
+
+
+def test_no_pair_across_a_stopword():
+    assert build_match("copy of files", pairs=True) == '"copy" OR "files"'
+
+
 def test_repeated_words_appear_once():
     assert build_match("budget Budget BUDGET") == '"budget"'
 
@@ -91,6 +105,8 @@ def fts(tmp_path):
         "keys": "Press Ctrl+Shift+F to search every file.",
         "cert": "The browser shows ERR_CERT_DATE_INVALID when the clock is wrong.",
         "days": "Retention of documents: seven days for drafts.",
+        "together": "Print the current working directory of the shell, then list it.",
+        "apart": "Working copy: see the directory.",
         "plain": "Nothing of interest here.",
         "stem": "We are tracking revenues monthly.",
     }
@@ -125,6 +141,14 @@ def test_key_combination_and_error_code_are_found(fts):
     assert ids(fts, build_match("cert date"))[0] == "cert"
 
 
+def test_adjacent_pair_outranks_the_words_apart(fts):
+    # "apart" has both words, but not next to each other, and is shorter, so the words alone
+    # rank it first ('"working" OR "directory"'); "together" has the pair and wins with it.
+    assert ids(fts, '"working" OR "directory"')[:2] == ["apart", "together"]
+    assert ids(fts, build_match("working directory"))[:2] == ["apart", "together"]
+    assert ids(fts, build_match("working directory", pairs=True))[:2] == ["together", "apart"]
+
+
 def test_porter_stemming(fts):
     assert ids(fts, build_match("track revenue")) == ["stem"]
 
@@ -142,7 +166,8 @@ def test_required_phrase_on_fts(fts):
 
 def test_every_built_expression_is_valid_fts5(fts):
     for q in ['a "b', "(x) AND", "NOT near", "col:umn", "x* ^y", "-minus +plus", "NEAR(a b)",
-              "OR", "AND AND", '"', "''", "ü ß 東京"]:
-        match = build_match(q)
-        if match is not None:
-            fts.keyword_search(match, 5)  # must not raise
+              "OR", "AND AND", '"', "''", "ü ß 東京", "NEAR AND OR NOT"]:
+        for pairs in (False, True):
+            match = build_match(q, pairs=pairs)
+            if match is not None:
+                fts.keyword_search(match, 5)  # must not raise

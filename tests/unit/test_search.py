@@ -294,6 +294,21 @@ def test_convex_fusion_keeps_score_gaps_that_rrf_flattens(small, monkeypatch):
         ws.searcher.search("anything", 10, fusion="borda")
 
 
+def test_only_hybrid_adds_adjacent_word_pairs_to_the_keyword_query(small, monkeypatch):
+    ws, _ = small
+    seen: dict[str, str] = {}
+
+    def record(match, limit, paths=None):
+        seen[mode] = match
+        return []
+
+    monkeypatch.setattr(ws.manifest, "keyword_search", record)
+    for mode in ("hybrid", "keyword"):
+        ws.search("sailing yacht", 5, mode=mode)
+    assert seen["hybrid"] == '"sailing" OR "yacht" OR "sailing yacht"'
+    assert seen["keyword"] == '"sailing" OR "yacht"'
+
+
 def test_explain_carries_both_ranks(small, monkeypatch):
     ws, ids = small
     monkeypatch.setattr(ws.store, "query", lambda *a, **kw: [(ids["b.md"], 0.5)])
