@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import re
 import statistics
 import sys
 import time
@@ -27,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from quality import sanitize  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder  # noqa: E402
@@ -62,6 +63,20 @@ def pick_folders(paths: list[str]) -> dict[str, str]:
         "broad": max(below_all, key=lambda f: below_all[f]),
     }
     return out
+
+
+def sample_queries(ws: Workspace, path: Path | None, n: int) -> list[str]:
+    """``n`` queries spread over the JSON Lines file ``path``, or over the index's section
+    titles without one, read as plain words (see ``quality.sanitize``)."""
+    if path:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        queries = [json.loads(line)["query"] for line in lines if line.strip()]
+    else:
+        rows = ws.manifest._conn().execute("SELECT DISTINCT title FROM chunks ORDER BY id")
+        queries = [r[0] for r in rows if r[0].strip()]
+    queries = [sanitize(q) for q in queries]
+    step = max(1, len(queries) // n)
+    return queries[::step][:n]
 
 
 def timed(ws: Workspace, query: str, mode: str) -> float:
@@ -102,15 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"index: {files} notes, {chunks} chunks ({report.chunks_embedded} embedded now, "
           f"{time.perf_counter() - t0:.0f} s)", flush=True)
 
-    if args.queries:
-        lines = args.queries.read_text(encoding="utf-8").splitlines()
-        queries = [json.loads(line)["query"] for line in lines if line.strip()]
-    else:
-        rows = ws.manifest._conn().execute("SELECT DISTINCT title FROM chunks ORDER BY id")
-        queries = [r[0] for r in rows if r[0].strip()]
-    queries = [re.sub(r"([A-Za-z]):(?=\S)", r"\1 ", q.replace('"', " ")) for q in queries]
-    step = max(1, len(queries) // args.n_queries)
-    queries = queries[::step][: args.n_queries]
+    queries = sample_queries(ws, args.queries, args.n_queries)
 
     paths = ws.manifest.all_paths()
     folders = pick_folders(paths)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import re
 import statistics
 import sys
 import time
@@ -27,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from filter_bench import sample_queries  # noqa: E402  (benchmarks/ is on sys.path as a script)
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder  # noqa: E402
@@ -74,15 +75,7 @@ def main() -> int:
     print(f"reader: opened in {open_ms:.1f} ms, vector table {table_ms:.0f} ms / "
           f"{table_mb:.1f} MB", flush=True)
 
-    if args.queries:
-        lines = args.queries.read_text(encoding="utf-8").splitlines()
-        queries = [json.loads(line)["query"] for line in lines if line.strip()]
-    else:
-        rows = writer.manifest._conn().execute("SELECT DISTINCT title FROM chunks ORDER BY id")
-        queries = [r[0] for r in rows if r[0].strip()]
-    queries = [re.sub(r"([A-Za-z]):(?=\S)", r"\1 ", q.replace('"', " ")) for q in queries]
-    step = max(1, len(queries) // args.n_queries)
-    queries = queries[::step][: args.n_queries]
+    queries = sample_queries(writer, args.queries, args.n_queries)
 
     for q in queries[:3]:  # warm both sides
         for mode in MODES:

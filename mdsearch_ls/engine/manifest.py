@@ -152,12 +152,10 @@ class Manifest:
             conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             if self.read_only:
                 conn.execute("PRAGMA query_only=ON")  # the writer's process owns the file
-                self._local.conn = conn
-                self._all.append(conn)
-                return conn
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=OFF")
+            else:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA foreign_keys=OFF")
             self._local.conn = conn
             self._all.append(conn)
         return conn
