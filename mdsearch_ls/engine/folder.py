@@ -1,0 +1,408 @@
+"""A folder kept indexed by a long-running front end: one writer thread, a coalescing queue.
+
+The language server and the MCP server both keep folders fresh while answering requests, and the
+rules for that are the same for both, so they live here, protocol-free, instead of in a copy per
+front end:
+
+* each folder has **one writer thread**, the only one that writes its index; the first index,
+  saves, watcher events and rebuilds are queued to it, and changes are coalesced per file (the
+  latest state on disk wins);
+* reads (search, related) run on any thread and never wait for the writer;
+* when another process holds the index (an editor beside the MCP server, a second editor
+  window), the folder searches it read-only, and takes over writing (then catches up) as soon as
+  that process lets go: at the next change it is asked to index, and on a timer.
+
+A front end gives two callbacks: ``on_change`` (state or counts changed: refresh a status bar)
+and ``on_message`` (something a person should read, once).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.embedder import Embedder
+from mdsearch_ls.engine.errors import IndexLockedError, NotIndexedError
+from mdsearch_ls.engine.indexer import CancelFn, IndexReport, ProgressFn
+from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest
+from mdsearch_ls.engine.workspace import IndexState, Related, SearchResult, Workspace
+
+log = logging.getLogger(__name__)
+
+STATE_STARTING = "starting"
+STATE_LOADING = "loading-model"
+STATE_INDEXING = "indexing"
+STATE_READY = "ready"
+STATE_ERROR = "error"
+
+# How often a read-only folder tries to become the writer (the other process may have exited).
+TAKE_OVER_EVERY_S = 10.0
+
+MessageFn = Callable[[str, str], None]
+"""(text, level) with level one of "info", "warning", "error"."""
+
+
+class IndexedFolder:
+    """A folder of notes, its index and its writer thread."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        embedder: Embedder,
+        *,
+        name: str | None = None,
+        on_change: Callable[[], None] | None = None,
+        on_message: MessageFn | None = None,
+    ) -> None:
+        self.root = Path(root).resolve()
+        self.name = name or self.root.name
+        self.settings = settings
+        self.embedder = embedder
+        self.ws: Workspace | None = None
+        self.state = STATE_STARTING
+        self.last_error: str | None = None
+        self.last_report: IndexReport | None = None
+        self.jobs_done = 0
+        self.closed = False
+        self._on_change = on_change or (lambda: None)
+        self._on_message = on_message or (lambda text, level: None)
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"mdsearch-{self.name[:20]}")
+        self._pending: dict[str, str] = {}  # rel -> "update" | "delete"
+        self._pending_lock = threading.Lock()
+        self._drain_scheduled = False
+        self._retired: list[Workspace] = []
+        self._timer: threading.Timer | None = None
+        self._progress = (0, 0)
+
+    # ---- the writer thread ----------------------------------------------------------------
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Run ``fn`` on this folder's writer thread (the only thread that writes its index)."""
+        return self._executor.submit(self._guard, fn, *args)
+
+    def _guard(self, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            log.exception("%s: %s failed", self.name, getattr(fn, "__name__", fn))
+            self.last_error = str(exc)
+            raise
+
+    def _open(self) -> None:
+        """Open the index: as its writer, or read-only when another process writes it."""
+        if self.ws is not None:
+            return
+        try:
+            self.ws = Workspace.open(self.root, self.settings, "read-if-locked",
+                                     embedder=self.embedder)
+        except NotIndexedError:
+            # Locked, and nothing indexed yet: the other process is building it. Wait for it.
+            raise IndexLockedError(
+                f"another mdsearch process is building the index of {self.name}; this one "
+                f"searches it as soon as it has written something"
+            ) from None
+        except Exception as exc:
+            self._failed(exc)
+            raise
+        if self.ws.read_only:
+            log.info("%s: %s", self.name, self.ws.read_only_reason)
+            self._on_message(
+                f"mdsearch: another mdsearch process (another editor window?) is indexing "
+                f"{self.name}. This one searches that index as it is and takes over indexing "
+                f"once that process is gone.",
+                "info",
+            )
+            self._arm_take_over()
+
+    def _failed(self, exc: Exception) -> None:
+        self.state = STATE_ERROR
+        self.last_error = str(exc)
+        self._on_message(f"mdsearch cannot open the index for {self.name}: {exc}", "error")
+        self._on_change()
+
+    def _take_over(self) -> bool:
+        """A read-only folder becomes the writer once the other process has let go of the
+        lock, and catches up with the notes (incremental). Writer thread only."""
+        if self.ws is None or not self.ws.read_only:
+            return self.ws is not None
+        try:
+            ws = Workspace.open(self.root, self.settings, "write", embedder=self.embedder)
+        except IndexLockedError:
+            return False
+        # Searches may still be reading the old one on other threads: it is closed with the
+        # folder, not now.
+        self._retired.append(self.ws)
+        self.ws = ws
+        self.state = STATE_INDEXING
+        self._on_change()
+        report = ws.index(cancel=lambda: self.closed)
+        self.last_report = report
+        self.state = STATE_READY
+        log.info("%s: now the index writer: %s", self.name, report.summary())
+        self._on_change()
+        return True
+
+    def _arm_take_over(self) -> None:
+        if self.closed or self._timer is not None:
+            return
+
+        def fire() -> None:
+            self._timer = None
+            if self.closed or self.ws is None or not self.ws.read_only:
+                return
+            fut = self.submit(self._take_over)
+            fut.add_done_callback(
+                lambda f: None if f.cancelled() or (not f.exception() and f.result())
+                else self._arm_take_over()
+            )
+
+        self._timer = threading.Timer(TAKE_OVER_EVERY_S, fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    # ---- jobs a front end asks for ----------------------------------------------------------
+
+    def start_index(
+        self,
+        *,
+        rebuild: bool = False,
+        progress: ProgressFn | None = None,
+        cancel: CancelFn | None = None,
+    ) -> Future[IndexReport | None]:
+        """Open the index if needed and bring it up to date, on the writer thread.
+
+        The future's result is None when another process is the writer (this folder then
+        searches read-only and retries on its own).
+        """
+        self.state = STATE_INDEXING if getattr(self.embedder, "loaded", True) else STATE_LOADING
+        self._on_change()
+
+        def tracked(done: int, total: int, chunks: int) -> None:
+            self._progress = (done, total)
+            if progress is not None:
+                progress(done, total, chunks)
+
+        def job() -> IndexReport | None:
+            self._open()
+            assert self.ws is not None
+            if self.ws.read_only and not self._take_over():
+                self.state = STATE_READY
+                self.last_error = None
+                self._on_change()
+                return None
+            self.state = STATE_INDEXING
+            self._on_change()
+            report = self.ws.index(
+                progress=tracked,
+                cancel=lambda: self.closed or bool(cancel and cancel()),
+                rebuild=rebuild,
+            )
+            self.last_report = report
+            for w in report.warnings:
+                log.warning("%s: %s", self.name, w)
+            log.info("%s: %s", self.name, report.summary())
+            self.state = STATE_READY
+            self.last_error = None
+            self._on_change()
+            return report
+
+        fut = self.submit(job)
+
+        def failed(f: Future[Any]) -> None:
+            if not f.cancelled() and f.exception() is not None:
+                self.state = STATE_ERROR
+                self.last_error = str(f.exception())
+                self._on_change()
+
+        fut.add_done_callback(failed)
+        return fut
+
+    def queue(self, rel: str, op: str) -> None:
+        """Queue a per-file change ("update" or "delete"); the latest one for a file wins."""
+        if op not in ("update", "delete"):
+            raise ValueError(f"unknown operation {op!r}")
+        with self._pending_lock:
+            self._pending[rel] = op
+            if self._drain_scheduled:
+                return
+            self._drain_scheduled = True
+        self.submit(self._drain)
+
+    def refresh_ignores(self) -> Future[Any]:
+        """A .gitignore changed: re-read the ignore rules (on the writer thread)."""
+
+        def job() -> None:
+            if self.ws is not None and not self.ws.read_only:
+                self.ws.refresh_ignores()
+
+        return self.submit(job)
+
+    @property
+    def queue_length(self) -> int:
+        with self._pending_lock:
+            return len(self._pending)
+
+    def _drain(self) -> None:
+        while True:
+            with self._pending_lock:
+                batch, self._pending = self._pending, {}
+                if not batch:
+                    self._drain_scheduled = False
+                    return
+            if self.ws is None or self.closed:
+                continue
+            if self.ws.read_only and not self._take_over():
+                # The writing process indexes these when it sees them (its watcher, its next
+                # scan): the manifest of every note's hash makes sure nothing is missed.
+                log.info("%s: read-only, not indexing %s", self.name, ", ".join(sorted(batch)))
+                continue
+            updates = [p for p, op in batch.items() if op == "update"]
+            deletes = [p for p, op in batch.items() if op == "delete"]
+            if deletes:
+                report = self.ws.delete(deletes)
+                log.info("%s: removed %d notes", self.name, report.files_deleted)
+            if updates:
+                report = self.ws.update(updates)
+                for w in report.warnings:
+                    log.warning("%s: %s", self.name, w)
+                log.info("%s: updated %s: %s", self.name, ", ".join(updates), report.summary())
+            self.jobs_done += 1
+            self._on_change()
+
+    # ---- settings ---------------------------------------------------------------------------
+
+    def apply_settings(self, settings: Settings) -> bool:
+        """Search settings apply at once; False when an index setting changed (the caller closes
+        this folder and starts a new one)."""
+        if self.ws is not None and not self.ws.apply_settings(settings):
+            return False
+        old, self.settings = self.settings, settings
+        if self.ws is None:
+            from mdsearch_ls.config import INDEX_FIELDS, differs
+
+            return not differs(old, settings, INDEX_FIELDS)
+        return True
+
+    # ---- reads (any thread) -----------------------------------------------------------------
+
+    def index_state(self) -> IndexState:
+        if self.ws is None:
+            done, total = self._progress
+            return IndexState("building" if self.state != STATE_ERROR else "empty", done, total)
+        state = self.ws.index_state()
+        if self.state == STATE_INDEXING and state.state != "building":
+            done, total = self._progress
+            return IndexState("building", done, total)
+        return state
+
+    def search(self, request: SearchRequest) -> SearchResult:
+        ws = self.ws
+        if ws is None:
+            return SearchResult([], request.notes, self.index_state())
+        result = ws.search(request)
+        result.index = self.index_state()
+        return result
+
+    def related(self, request: RelatedRequest) -> Related:
+        ws = self.ws
+        if ws is None:
+            return Related(None, [])
+        return ws.related(request)
+
+    def note_path(self, path: str | Path) -> str | None:
+        """Root-relative path of a note (absolute or relative), None outside the folder."""
+        if self.ws is not None:
+            return self.ws.note_path(path)
+        from mdsearch_ls.engine import sources
+
+        p = Path(path)
+        return sources.relpath(self.root, p if p.is_absolute() else self.root / p)
+
+    def is_indexed(self, rel: str) -> bool:
+        ws = self.ws
+        return ws is not None and ws.is_indexed(rel)
+
+    def status(self) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "root": str(self.root),
+            "name": self.name,
+            "files": 0,
+            "chunks": 0,
+            "model": self.embedder.name,
+            "index_dir": None,
+            "queue": self.queue_length,
+            "state": self.state,
+            "last_error": self.last_error,
+            "last_update": None,
+            "read_only": False,
+            "index": self.index_state().to_json(),
+        }
+        ws = self.ws
+        if ws is not None:
+            info = ws.status()
+            base.update(
+                files=info["files"], chunks=info["chunks"], index_dir=info["index_dir"],
+                last_update=info["last_update"], read_only=info["read_only"],
+            )
+        return base
+
+    # ---- closing ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the writer after its current job, then close the index."""
+        self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        if self.ws is not None:
+            self.ws.close()
+            self.ws = None
+        for ws in self._retired:
+            ws.close()
+        self._retired.clear()
+
+    def abandon(self) -> None:
+        """The process is exiting now: release locks without waiting for the writer."""
+        self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        for ws in (self.ws, *self._retired):
+            if ws is not None:
+                ws.abandon()
+
+
+def load_in_background(
+    embedder: Embedder, on_done: Callable[[Exception | None], None]
+) -> threading.Thread:
+    """Load the model on its own thread (seconds), so a server answers while it loads."""
+
+    def run() -> None:
+        try:
+            load = getattr(embedder, "load", None)
+            if load is not None:
+                load()
+        except Exception as exc:
+            on_done(exc)
+            return
+        on_done(None)
+
+    thread = threading.Thread(target=run, name="mdsearch-model", daemon=True)
+    thread.start()
+    return thread
+
+
+__all__ = [
+    "STATE_ERROR",
+    "STATE_INDEXING",
+    "STATE_LOADING",
+    "STATE_READY",
+    "STATE_STARTING",
+    "IndexedFolder",
+    "load_in_background",
+]
