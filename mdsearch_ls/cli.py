@@ -9,6 +9,7 @@ the model cannot be opened.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -19,22 +20,48 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mdsearch_ls import __version__
-from mdsearch_ls.config import FUSIONS, MODES, Settings, with_overrides
+from mdsearch_ls.config import (
+    SettingError,
+    SettingInfo,
+    Settings,
+    cli_settings,
+    settings_from_flags,
+)
+from mdsearch_ls.logs import configure_logging, level_from_flags
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LOCKED, EXIT_OPEN = 0, 1, 2, 3, 4
 
 log = logging.getLogger("mdsearch")
 
 
+def _add_setting_flags(p: argparse.ArgumentParser, applies: str) -> None:
+    """Flags derived from the settings declared in config.py (one declaration per setting)."""
+    for info in cli_settings():
+        if info.applies != applies:
+            continue
+        kwargs: dict[str, Any] = {"dest": info.name, "help": _flag_help(info)}
+        choices = getattr(info.check, "choices", None)
+        if choices:
+            kwargs["choices"] = choices
+        if isinstance(info.default, tuple):
+            kwargs.update(action="append", metavar="GLOB")
+        else:
+            kwargs["metavar"] = None if choices else info.name.split("_")[-1].upper()
+        p.add_argument(info.flag, **kwargs)
+
+
+def _flag_help(info: SettingInfo) -> str:
+    doc = info.doc.split(";")[0].rstrip(".")
+    default = info.default
+    if default in (None, ()) or isinstance(default, tuple):
+        return doc
+    return f"{doc} (default {default})"
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--index-dir", metavar="DIR", help="index location (default: user cache dir)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
     p.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
-    p.add_argument("--model", help="local sentence-transformers model path or cached name")
-    p.add_argument("--chunk-size", type=int, help="longest chunk in characters (default 1000)")
-    p.add_argument("--chunk-overlap", type=int, help="overlap between chunks (default 200)")
-    p.add_argument("--include", action="append", metavar="GLOB", help="only index these notes")
-    p.add_argument("--exclude", action="append", metavar="GLOB", help="leave these notes out")
+    _add_setting_flags(p, "index")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,9 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=".", metavar="ROOT", help="folder of notes (default: .)")
     p.add_argument("-k", "--limit", type=int, default=5, dest="k", help="hits to show (default 5)")
     p.add_argument("--json", action="store_true", help="one JSON object per query")
-    p.add_argument("--mode", choices=MODES, help="hybrid (default), semantic or keyword")
-    p.add_argument("--fusion", choices=FUSIONS, help="hybrid fusion: convex (default) or rrf")
     p.add_argument("--explain", action="store_true", help="show per-mode ranks of each hit")
+    _add_setting_flags(p, "search")
     f = p.add_argument_group("filters (the same as typing them in QUERY; repeat to add more)")
     f.add_argument("--path", action="append", metavar="DIR|GLOB", help="notes under a folder")
     f.add_argument("--tag", action="append", metavar="TAG", help="notes carrying the tag")
@@ -93,32 +119,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _setup_logging(verbose: int, quiet: bool) -> None:
-    level = logging.ERROR if quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[
-        min(verbose, 2)
-    ]
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="mdsearch: %(levelname)s: %(message)s"
-    )
-    for noisy in ("chromadb", "httpx", "sentence_transformers", "transformers", "urllib3"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
-
-
 def _settings(args: argparse.Namespace) -> Settings:
-    return with_overrides(
-        Settings(),
-        model=getattr(args, "model", None),
-        chunk_size=getattr(args, "chunk_size", None),
-        chunk_overlap=getattr(args, "chunk_overlap", None),
-        include=tuple(args.include) if getattr(args, "include", None) else None,
-        exclude=tuple(args.exclude) if getattr(args, "exclude", None) else None,
-        mode=getattr(args, "mode", None),
-        fusion=getattr(args, "fusion", None),
+    """Settings from the flags that were given, through the same checks as client settings."""
+    return settings_from_flags(
+        {info.name: getattr(args, info.name, None) for info in cli_settings()}
     )
 
 
 def _err(message: str) -> None:
     print(f"mdsearch: error: {message}", file=sys.stderr)
+
+
+def _note(args: argparse.Namespace, message: str) -> None:
+    if not getattr(args, "quiet", False):
+        print(f"mdsearch: {message}", file=sys.stderr)
 
 
 class _Progress:
@@ -146,30 +160,15 @@ class _Progress:
             self._bar.close()
 
 
-def _open(  # type: ignore[no-untyped-def]
-    args: argparse.Namespace, root: str, settings: Settings, *, reader: bool = False
-):
-    """The workspace of ``root``. A ``reader`` (search, related, status) whose index another
-    process is writing (an editor's server) opens it read-only instead of failing: it searches
-    the index as that process has it, without updating it first."""
-    from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder
-    from mdsearch_ls.engine.workspace import IndexLockedError, Workspace
+def _open(args: argparse.Namespace, root: str, settings: Settings, mode: str) -> Any:
+    """The workspace of ``root``, opened as the command needs it (see ``OpenMode``)."""
+    from mdsearch_ls.engine.api import Workspace, create_embedder
 
-    embedder = SentenceTransformerEmbedder(settings.model)
-    try:
-        return Workspace(root, settings, embedder, index_dir=args.index_dir)
-    except IndexLockedError as exc:
-        if not reader:
-            raise
-        try:
-            ws = Workspace(root, settings, embedder, index_dir=args.index_dir, read_only=True)
-        except FileNotFoundError:
-            raise exc from None  # nothing indexed yet: only the writer can help
-        if not args.quiet:
-            print(f"mdsearch: the index in {ws.index_dir} is in use by another process (an "
-                  f"editor's server?): reading it as it is, without updating it",
-                  file=sys.stderr)
-        return ws
+    ws = Workspace.open(root, settings, mode,  # type: ignore[arg-type]
+                        embedder=create_embedder(settings))
+    if ws.read_only_reason:
+        _note(args, ws.read_only_reason)
+    return ws
 
 
 def _index_report(ws: Any, args: argparse.Namespace, *, rebuild: bool = False) -> Any:
@@ -203,6 +202,13 @@ def _read_queries(path: str) -> Iterator[str]:
                 yield line
 
 
+def _score_text(hit: Any) -> str:
+    if hit.score is None:
+        rank = (hit.explain or {}).get("keyword_rank")
+        return f"BM25 rank {rank}" if rank is not None else "keyword match"
+    return f"similarity {hit.score:.2f}"
+
+
 def _print_hits(query: str, hits: Sequence[Any], explain: bool) -> None:
     if not hits:
         print(f"no results for {query!r}")
@@ -212,7 +218,7 @@ def _print_hits(query: str, hits: Sequence[Any], explain: bool) -> None:
         # cosine similarity, labelled: in hybrid mode the order also weighs keywords and names,
         # so a bare number that is not sorted would look like a bug.
         print(f"{i:2}. {h.path}:{h.start_line + 1}  "
-              f"(lines {h.start_line + 1}-{h.end_line + 1}, similarity {h.score:.2f})")
+              f"(lines {h.start_line + 1}-{h.end_line + 1}, {_score_text(h)})")
         print(f"    {h.breadcrumb}")
         if h.snippet:
             print(f"    {h.snippet}")
@@ -225,7 +231,7 @@ def _print_hits(query: str, hits: Sequence[Any], explain: bool) -> None:
 
 def cmd_index(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    with _open(args, args.root, settings) as ws:
+    with _open(args, args.root, settings, "write") as ws:
         report = _index_report(ws, args, rebuild=args.rebuild)
         if not args.quiet:
             print(f"indexed {ws.root}: {report.summary()}")
@@ -233,36 +239,39 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from mdsearch_ls.engine.search import QueryError, structured_filters
+    from mdsearch_ls.engine.api import RequestError, SearchRequest
 
     if not args.query and not args.queries and not args.phrase:
         _err("give a QUERY, --queries FILE or --phrase TEXT")
         return EXIT_USAGE
-    if args.k < 1:
-        _err("-k must be at least 1")
-        return EXIT_USAGE
     settings = _settings(args)
-    with _open(args, args.root, settings, reader=True) as ws:
+    filters = {"path": args.path, "tag": args.tag, "type": args.type,
+               "modified": args.modified, "phrase": args.phrase}
+    filters = {k: v for k, v in filters.items() if v}
+
+    def build(query: str) -> SearchRequest:
+        return SearchRequest.build(query, k=args.k, mode=args.mode, filters=filters or None)
+
+    # Parse before touching the index: a mistyped filter is reported at once.
+    first = build(args.query or "") if not args.queries else None
+    mode = "read" if args.no_update else "read-if-locked"
+    with _open(args, args.root, settings, mode) as ws:
         if not args.no_update and not ws.read_only:
             _index_report(ws, args)
         queries = _read_queries(args.queries) if args.queries else [args.query or ""]
-        try:
-            filters = structured_filters(path=args.path, tag=args.tag, type=args.type,
-                                         modified=args.modified, phrase=args.phrase)
-        except QueryError as exc:
-            _err(str(exc))
-            return EXIT_USAGE
         status = EXIT_OK
         for query in queries:
             try:
-                hits = ws.search(query, args.k, mode=args.mode, filters=filters)
-            except QueryError as exc:
+                request = first if first is not None else build(query)
+                result = ws.search(request)
+            except RequestError as exc:
                 if args.json and args.queries:
                     print(json.dumps({"query": query, "error": str(exc), "results": []}))
                     status = EXIT_USAGE
                     continue
                 _err(str(exc))
                 return EXIT_USAGE
+            hits = result.hits
             if args.json:
                 print(json.dumps(
                     {"query": query,
@@ -278,18 +287,21 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_related(args: argparse.Namespace) -> int:
+    from mdsearch_ls.engine.api import RelatedRequest
+
     settings = _settings(args)
-    with _open(args, args.root, settings, reader=True) as ws:
+    request = RelatedRequest.build(args.file, args.line, k=args.k, min_score=-1.0)
+    with _open(args, args.root, settings, "read-if-locked") as ws:
         if not ws.read_only:
             _index_report(ws, args)
         target = Path(args.file)
-        rel = ws.relpath(target if target.is_absolute() else Path.cwd() / target)
+        rel = ws.note_path(target if target.is_absolute() else Path.cwd() / target)
         if rel is None or not (ws.root / rel).is_file():
             rel = args.file if (ws.root / args.file).is_file() else None
         if rel is None:
             _err(f"{args.file} is not a note inside {ws.root}")
             return EXIT_USAGE
-        result = ws.related(rel, args.line, k=args.k, min_score=-1.0)
+        result = ws.related(dataclasses.replace(request, path=rel))
         if args.json:
             print(json.dumps({"path": rel, "line": args.line,
                               "section": result.section.title if result.section else None,
@@ -303,13 +315,14 @@ def cmd_related(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    with _open(args, args.root, settings, reader=True) as ws:
+    with _open(args, args.root, settings, "read") as ws:
         info = ws.status()
         if args.json:
             print(json.dumps(info))
         else:
             for key in ("root", "files", "chunks", "model", "index_dir", "last_update"):
                 print(f"{key:12} {info[key]}")
+            print(f"{'state':12} {info['index']['state']}")
     return EXIT_OK
 
 
@@ -328,40 +341,48 @@ COMMANDS = {
 }
 
 
+def exit_code(exc: BaseException) -> int:
+    """The exit code a failure means, by its type (the message is already for a person)."""
+    from mdsearch_ls.engine.api import (
+        IndexLockedError,
+        IndexOpenError,
+        ModelLoadError,
+        NotIndexedError,
+        RequestError,
+    )
+
+    if isinstance(exc, IndexLockedError):
+        return EXIT_LOCKED
+    if isinstance(exc, IndexOpenError | ModelLoadError):
+        return EXIT_OPEN
+    if isinstance(exc, NotIndexedError | RequestError | SettingError | FileNotFoundError
+                  | NotADirectoryError | ValueError):
+        return EXIT_USAGE
+    return EXIT_ERROR
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mdsearch``; returns the exit code instead of raising."""
     args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose, args.quiet)
+    configure_logging(level_from_flags(args.verbose, args.quiet))
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    from mdsearch_ls.engine.embedder import ModelLoadError
-    from mdsearch_ls.engine.workspace import IndexLockedError, IndexOpenError
+    from mdsearch_ls.engine.api import MdsearchError, ModelLoadError
 
     started = time.perf_counter()
     try:
         return COMMANDS[args.command](args)
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        _err(str(exc))
-        return EXIT_USAGE
-    except ValueError as exc:
-        _err(str(exc))
-        return EXIT_USAGE
-    except IndexLockedError as exc:
-        _err(str(exc))
-        return EXIT_LOCKED
-    except (IndexOpenError, ModelLoadError) as exc:
-        _err(str(exc))
-        return EXIT_OPEN
     except KeyboardInterrupt:
         _err("interrupted; the index stays consistent and the next run continues")
         return 130
+    except (MdsearchError, ModelLoadError, SettingError, OSError, ValueError) as exc:
+        _err(str(exc))
+        return exit_code(exc)
     finally:
         log.debug("%s took %.2fs", args.command, time.perf_counter() - started)
 
 
 def serve_main() -> int:
     """Entry point of ``mdsearch-ls``: the language server, whatever the arguments."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="mdsearch-ls: %(levelname)s: %(message)s")
     from mdsearch_ls.lsp.server import run_stdio
 
     return run_stdio()

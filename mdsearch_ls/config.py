@@ -1,83 +1,43 @@
-"""Settings: one typed place for every knob, merged from defaults, client options and CLI flags.
+"""Settings: each one declared once, and every other form of it derived from that declaration.
 
-Front ends differ in how settings reach them (LSP ``initializationOptions`` and
-``workspace/configuration`` in camelCase, CLI flags in kebab-case), but the core only ever sees a
-:class:`Settings`. An invalid value never stops the program: it is reported by name and the default
-is used, because a typo in an editor's settings file should cost a warning, not the search engine.
+A setting reaches mdsearch three ways: LSP ``initializationOptions`` / ``workspace/configuration``
+(camelCase, possibly nested: ``hover.minScore``), CLI flags (``--chunk-size``), and defaults. Each
+field of :class:`Settings` carries its client key, its CLI flag, its check, its documentation, the
+scope a client may set it at and what a change of it affects, so the client-key table, the CLI
+flags, validation and the README table can never drift apart (tests compare them with the README
+and with the VS Code extension's ``package.json``).
+
+From a client an invalid value costs a warning naming the setting and the default is used: a typo
+in an editor's settings file must not cost the search engine. From the CLI an invalid value is a
+usage error (exit 2) naming the flag: a person at a prompt can fix it at once.
+
+This module is imported by every entry point, so it imports nothing heavy.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 MODES = ("hybrid", "semantic", "keyword")
 FUSIONS = ("convex", "rrf")
+BACKENDS = ("onnx", "onnx-int8", "torch")
+
+Applies = Literal["index", "search", "server"]
+"""What a change affects: ``index`` reopens (and may rebuild) the index, ``search`` applies to the
+next request, ``server`` is read once when the server starts (a restart applies it)."""
+Scope = Literal["resource", "window"]
+"""``resource``: may differ per workspace folder; ``window``: one value for the whole server."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Everything a user can tune. Field docs are what the editor shows in its settings UI."""
-
-    include: tuple[str, ...] = ()
-    """Gitignore-style globs of notes to index, relative to the folder; empty means every note."""
-    exclude: tuple[str, ...] = ()
-    """Globs to leave out, on top of .git/, node_modules/, .obsidian/, .trash/ and .gitignore."""
-    index_dir: str | None = None
-    """Where the index lives; by default a folder in the user cache keyed by the notes' path."""
-    model: str | None = None
-    """A local sentence-transformers model folder or a cached name; default: the bundled
-    all-MiniLM-L6-v2."""
-    chunk_size: int = 1000
-    """Longest chunk in characters before a section is split."""
-    chunk_overlap: int = 200
-    """Characters shared by consecutive chunks of a long section, so no sentence loses context."""
-    max_results: int = 20
-    """Most hits a search (and workspace/symbol) returns."""
-    mode: str = "hybrid"
-    """hybrid (meaning + exact words, fused), semantic or keyword."""
-    fusion: str = "convex"
-    """How hybrid mode merges meaning and keyword results: convex (scores) or rrf (ranks)."""
-    per_file: int = 2
-    """Most hits from one note in a result list, so one long note cannot crowd out the rest."""
-    hover_enabled: bool = True
-    """Show related sections from other notes when hovering a markdown line."""
-    hover_max_results: int = 5
-    """Most related sections in a hover."""
-    hover_min_score: float = 0.35
-    """Lowest cosine similarity worth showing in a hover; below it the hover stays empty."""
-    document_symbols: bool = True
-    """Serve the heading outline (documentSymbol); editors with their own outline turn it off."""
-    batch_size: int = 1000
-    """Largest write to the vector store; capped further by the store's own limit."""
-    max_file_bytes: int = 2_000_000
-    """Notes larger than this are skipped with a warning (they are rarely notes)."""
+class SettingError(ValueError):
+    """A value given for a setting (a CLI flag) that cannot be used; the message names it."""
 
 
-# camelCase client name -> (field name, validator). Nested "hover.x" keys come flattened.
-_CLIENT_KEYS: dict[str, str] = {
-    "include": "include",
-    "exclude": "exclude",
-    "indexDir": "index_dir",
-    "model": "model",
-    "chunkSize": "chunk_size",
-    "chunkOverlap": "chunk_overlap",
-    "maxResults": "max_results",
-    "mode": "mode",
-    "fusion": "fusion",
-    "perFile": "per_file",
-    "hover.enabled": "hover_enabled",
-    "hover.maxResults": "hover_max_results",
-    "hover.minScore": "hover_min_score",
-    "documentSymbols": "document_symbols",
-    "batchSize": "batch_size",
-    "maxFileBytes": "max_file_bytes",
-}
-# Keys the VS Code extension owns; the server accepts and ignores them instead of warning.
-_CLIENT_ONLY = {"server", "trace"}
+# ---- checks: value from JSON or a flag -> typed value, or ValueError saying what was expected --
 
 
 def _globs(value: Any) -> tuple[str, ...]:
@@ -98,23 +58,35 @@ def _opt_str(value: Any) -> str | None:
 
 def _int(lo: int, hi: int) -> Callable[[Any], int]:
     def check(value: Any) -> int:
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise ValueError("expected a whole number") from None
         if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
             raise ValueError("expected a whole number")
         if not lo <= value <= hi:
             raise ValueError(f"expected a number from {lo} to {hi}")
         return int(value)
 
+    check.bounds = (lo, hi)  # type: ignore[attr-defined]
     return check
 
 
 def _float(lo: float, hi: float) -> Callable[[Any], float]:
     def check(value: Any) -> float:
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ValueError("expected a number") from None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError("expected a number")
         if not lo <= value <= hi:
             raise ValueError(f"expected a number from {lo} to {hi}")
         return float(value)
 
+    check.bounds = (lo, hi)  # type: ignore[attr-defined]
     return check
 
 
@@ -124,47 +96,162 @@ def _bool(value: Any) -> bool:
     raise ValueError("expected true or false")
 
 
-def _fusion(value: Any) -> str:
-    if value in FUSIONS:
-        return str(value)
-    raise ValueError(f"expected one of {', '.join(FUSIONS)}")
+def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value in options:
+            return str(value)
+        raise ValueError(f"expected one of {', '.join(options)}")
+
+    check.choices = options  # type: ignore[attr-defined]
+    return check
 
 
-def _mode(value: Any) -> str:
-    if value in MODES:
-        return str(value)
-    raise ValueError(f"expected one of {', '.join(MODES)}")
+def setting(
+    default: Any,
+    check: Callable[[Any], Any],
+    doc: str,
+    *,
+    client: str,
+    applies: Applies,
+    cli: bool = False,
+    scope: Scope = "window",
+) -> Any:
+    """Declare one setting: a dataclass field whose metadata is everything else about it."""
+    meta = {"check": check, "doc": doc, "client": client, "applies": applies, "cli": cli,
+            "scope": scope}
+    return field(default=default, metadata=meta)
 
 
-_VALIDATORS: dict[str, Callable[[Any], Any]] = {
-    "include": _globs,
-    "exclude": _globs,
-    "index_dir": _opt_str,
-    "model": _opt_str,
-    "chunk_size": _int(100, 20_000),
-    "chunk_overlap": _int(0, 10_000),
-    "max_results": _int(1, 500),
-    "mode": _mode,
-    "fusion": _fusion,
-    "per_file": _int(1, 100),
-    "hover_enabled": _bool,
-    "hover_max_results": _int(1, 50),
-    "hover_min_score": _float(-1.0, 1.0),
-    "document_symbols": _bool,
-    "batch_size": _int(1, 100_000),
-    "max_file_bytes": _int(1, 1_000_000_000),
-}
+@dataclass(frozen=True)
+class Settings:
+    """Everything a user can tune. ``doc`` is what editors show in their settings UI."""
+
+    include: tuple[str, ...] = setting(
+        (), _globs, "Gitignore-style globs of notes to index, relative to the folder; empty "
+        "means every *.md and *.markdown note.",
+        client="include", applies="index", cli=True, scope="resource")
+    exclude: tuple[str, ...] = setting(
+        (), _globs, "Globs to leave out, on top of .git/, node_modules/, .obsidian/, .trash/ and "
+        ".gitignore.",
+        client="exclude", applies="index", cli=True, scope="resource")
+    index_dir: str | None = setting(
+        None, _opt_str, "Where the index lives; by default a folder in the user cache keyed by "
+        "the notes' path.",
+        client="indexDir", applies="index", cli=True, scope="resource")
+    model: str | None = setting(
+        None, _opt_str, "A local sentence-transformers model folder or a name already in the "
+        "Hugging Face cache; empty means the bundled all-MiniLM-L6-v2.",
+        client="model", applies="index", cli=True)
+    embedder_backend: str = setting(
+        "onnx", _choice(BACKENDS), "How the model runs: onnx (ONNX Runtime, the default), "
+        "onnx-int8 (quantised: faster, slightly different vectors) or torch "
+        "(sentence-transformers, for a GPU or another model; needs mdsearch-ls[torch]).",
+        client="embedder.backend", applies="index", cli=True)
+    chunk_size: int = setting(
+        1000, _int(100, 20_000), "Longest chunk in characters before a section is split.",
+        client="chunkSize", applies="index", cli=True)
+    chunk_overlap: int = setting(
+        200, _int(0, 10_000), "Characters shared by consecutive chunks of a long section, so no "
+        "sentence loses its context.",
+        client="chunkOverlap", applies="index", cli=True)
+    max_results: int = setting(
+        20, _int(1, 500), "Most hits a search (and workspace/symbol) returns.",
+        client="maxResults", applies="search")
+    mode: str = setting(
+        "hybrid", _choice(MODES), "hybrid (meaning and exact words, fused), semantic or keyword.",
+        client="mode", applies="search", cli=True)
+    fusion: str = setting(
+        "convex", _choice(FUSIONS), "How hybrid mode merges meaning and keywords: convex "
+        "(normalised scores) or rrf (reciprocal ranks).",
+        client="fusion", applies="search", cli=True)
+    per_file: int = setting(
+        2, _int(1, 100), "Most hits from one note in a result list, so one long note cannot crowd "
+        "out the rest.",
+        client="perFile", applies="search")
+    hover_enabled: bool = setting(
+        True, _bool, "Show related sections from other notes when hovering a markdown line.",
+        client="hover.enabled", applies="search")
+    hover_max_results: int = setting(
+        5, _int(1, 50), "Most related sections in a hover.",
+        client="hover.maxResults", applies="search")
+    hover_min_score: float = setting(
+        0.35, _float(-1.0, 1.0), "Lowest cosine similarity worth showing in a hover; below it "
+        "the hover stays empty.",
+        client="hover.minScore", applies="search")
+    document_symbols: bool = setting(
+        True, _bool, "Serve the heading outline (documentSymbol); editors with their own outline "
+        "turn it off.",
+        client="documentSymbols", applies="server")
+    batch_size: int = setting(
+        1000, _int(1, 100_000), "Largest write to the vector store; capped further by the "
+        "store's own limit.",
+        client="batchSize", applies="index")
+    max_file_bytes: int = setting(
+        2_000_000, _int(1, 1_000_000_000), "Notes larger than this are skipped with a warning "
+        "(they are rarely notes).",
+        client="maxFileBytes", applies="index")
+    max_chunks_per_file: int = setting(
+        2_000, _int(1, 1_000_000), "Most chunks indexed from one note; a note over it is indexed "
+        "up to it with a warning, so one huge note cannot hold back a vault.",
+        client="maxChunksPerFile", applies="index")
+
+
+# Keys the VS Code extension owns; the server accepts and ignores them instead of warning.
+CLIENT_ONLY = frozenset({"server", "trace"})
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """One setting's declaration, read back from its field (for tables, flags and checks)."""
+
+    name: str
+    default: Any
+    check: Callable[[Any], Any]
+    doc: str
+    client: str
+    applies: Applies
+    cli: bool
+    scope: Scope
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+def declared() -> Iterator[SettingInfo]:
+    """Every setting, in declaration order."""
+    for f in dataclasses.fields(Settings):
+        m = f.metadata
+        yield SettingInfo(f.name, f.default, m["check"], m["doc"], m["client"], m["applies"],
+                          m["cli"], m["scope"])
+
+
+CLIENT_KEYS: dict[str, str] = {s.client: s.name for s in declared()}
+SEARCH_FIELDS: tuple[str, ...] = tuple(s.name for s in declared() if s.applies == "search")
+INDEX_FIELDS: tuple[str, ...] = tuple(s.name for s in declared() if s.applies == "index")
+_BY_NAME: dict[str, SettingInfo] = {s.name: s for s in declared()}
+_NESTED = frozenset(s.client.split(".")[0] for s in declared() if "." in s.client)
 
 
 def _flatten(options: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in options.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and name == "hover":
+        if isinstance(value, Mapping) and name in _NESTED:
             flat.update(_flatten(value, f"{name}."))
         else:
             flat[name] = value
     return flat
+
+
+def _fix_overlap(merged: Settings, base: Settings) -> tuple[Settings, str | None]:
+    if merged.chunk_overlap < merged.chunk_size:
+        return merged, None
+    fallback = base.chunk_overlap if base.chunk_overlap < merged.chunk_size else 0
+    return dataclasses.replace(merged, chunk_overlap=fallback), (
+        f"chunkOverlap ({merged.chunk_overlap}) must be smaller than chunkSize "
+        f"({merged.chunk_size}); using {fallback}"
+    )
 
 
 def settings_from_client(
@@ -183,37 +270,72 @@ def settings_from_client(
     changes: dict[str, Any] = {}
     warnings: list[str] = []
     for key, value in _flatten(options).items():
-        if key.split(".")[0] in _CLIENT_ONLY:
+        if key.split(".")[0] in CLIENT_ONLY:
             continue
-        field_name = _CLIENT_KEYS.get(key)
-        if field_name is None:
+        name = CLIENT_KEYS.get(key)
+        if name is None:
             warnings.append(f"mdsearch.{key}: unknown setting, ignored")
             continue
         if value is None:
             continue
         try:
-            changes[field_name] = _VALIDATORS[field_name](value)
+            changes[name] = _BY_NAME[name].check(value)
         except ValueError as exc:
-            default = getattr(base, field_name)
+            default = getattr(base, name)
             warnings.append(f"mdsearch.{key}: {exc}, got {value!r}; using {default!r}")
-    merged = dataclasses.replace(base, **changes)
-    if merged.chunk_overlap >= merged.chunk_size:
-        warnings.append(
-            f"mdsearch.chunkOverlap ({merged.chunk_overlap}) must be smaller than "
-            f"mdsearch.chunkSize ({merged.chunk_size}); using "
-            f"{base.chunk_overlap if base.chunk_overlap < merged.chunk_size else 0}"
-        )
-        merged = dataclasses.replace(
-            merged,
-            chunk_overlap=base.chunk_overlap if base.chunk_overlap < merged.chunk_size else 0,
-        )
+    merged, problem = _fix_overlap(dataclasses.replace(base, **changes), base)
+    if problem:
+        warnings.append(f"mdsearch.{problem}")
     return merged, warnings
 
 
-def with_overrides(settings: Settings, **overrides: Any) -> Settings:
-    """Apply CLI flags that were actually given (``None`` means "not given")."""
-    given = {k: v for k, v in overrides.items() if v is not None}
-    return dataclasses.replace(settings, **given) if given else settings
+def cli_settings() -> list[SettingInfo]:
+    """The settings that are also CLI flags (``--chunk-size``), in declaration order."""
+    return [s for s in declared() if s.cli]
 
 
-__all__ = ["FUSIONS", "MODES", "Settings", "settings_from_client", "with_overrides"]
+def settings_from_flags(values: Mapping[str, Any], base: Settings | None = None) -> Settings:
+    """Apply CLI flags that were given (``None`` = not given) through the same checks as client
+    options; a bad value raises :class:`SettingError` naming the flag."""
+    base = base or Settings()
+    changes: dict[str, Any] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        info = _BY_NAME[name]
+        try:
+            changes[name] = info.check(value)
+        except ValueError as exc:
+            shown = ",".join(value) if isinstance(value, list | tuple) else value
+            raise SettingError(f"{info.flag}: {exc}, got {shown!r}") from None
+    merged = dataclasses.replace(base, **changes)
+    if merged.chunk_overlap >= merged.chunk_size:
+        raise SettingError(
+            f"--chunk-overlap ({merged.chunk_overlap}) must be smaller than --chunk-size "
+            f"({merged.chunk_size})"
+        )
+    return merged
+
+
+def differs(a: Settings, b: Settings, fields: tuple[str, ...]) -> bool:
+    """True when ``a`` and ``b`` disagree on any of ``fields``."""
+    return any(getattr(a, f) != getattr(b, f) for f in fields)
+
+
+__all__ = [
+    "BACKENDS",
+    "CLIENT_KEYS",
+    "CLIENT_ONLY",
+    "FUSIONS",
+    "INDEX_FIELDS",
+    "MODES",
+    "SEARCH_FIELDS",
+    "SettingError",
+    "SettingInfo",
+    "Settings",
+    "cli_settings",
+    "declared",
+    "differs",
+    "settings_from_client",
+    "settings_from_flags",
+]

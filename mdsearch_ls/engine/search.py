@@ -23,6 +23,7 @@ import numpy as np
 
 from mdsearch_ls.config import MODES
 from mdsearch_ls.engine import keyword
+from mdsearch_ls.engine.errors import RequestError
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.manifest import ChunkRecord, Manifest
@@ -65,8 +66,11 @@ BROAD_FILTER_SHARE = 0.5
 FILTER_NAMES = ("path", "tag", "type", "modified")
 
 
-class QueryError(ValueError):
+class QueryError(RequestError):
     """A query a person typed that cannot be run; the message says how to fix it."""
+
+    def __init__(self, message: str, field: str | None = "query") -> None:
+        super().__init__(message, field)
 
 
 @dataclass(frozen=True)

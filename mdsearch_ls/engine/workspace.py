@@ -19,18 +19,26 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from mdsearch_ls.config import Settings
+from mdsearch_ls.config import INDEX_FIELDS, Settings, differs
 from mdsearch_ls.engine import chunking, sources
 from mdsearch_ls.engine.embedder import Embedder, model_display_name
+from mdsearch_ls.engine.errors import (
+    IndexLockedError,
+    IndexOpenError,
+    IndexReadOnlyError,
+    NotIndexedError,
+    RequestError,
+)
 from mdsearch_ls.engine.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
 from mdsearch_ls.engine.manifest import SCHEMA_VERSION, Manifest
-from mdsearch_ls.engine.search import Filters, Hit, Searcher, mean_vector
+from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest
+from mdsearch_ls.engine.search import Hit, Searcher, mean_vector
 from mdsearch_ls.engine.store import ChromaStore, StoreError
 
 log = logging.getLogger(__name__)
@@ -39,18 +47,6 @@ try:  # POSIX advisory locks; Windows falls back to msvcrt below.
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
-
-
-class IndexLockedError(RuntimeError):
-    """Another process writes this index. Two writers would hang or corrupt Chroma."""
-
-
-class IndexReadOnlyError(RuntimeError):
-    """A write was asked of a workspace opened read-only (another process is its writer)."""
-
-
-class IndexOpenError(RuntimeError):
-    """The index exists but cannot be used (corrupt, wrong version); it can be rebuilt."""
 
 
 def cache_root() -> Path:
@@ -84,12 +80,20 @@ def space_name(settings: Settings) -> str:
 
 
 class _Lock:
-    """An exclusive, non-blocking lock file; released when the process dies, however it dies."""
+    """An exclusive, non-blocking lock file; released when the process dies, however it dies.
 
-    def __init__(self, path: Path) -> None:
+    ``probe``: only test whether another process holds it (never create the file, never write
+    our pid), then :meth:`release` at once.
+    """
+
+    def __init__(self, path: Path, *, probe: bool = False) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._probe = probe
+        if probe:
+            self._fd = os.open(path, os.O_RDWR)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if fcntl is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -106,20 +110,31 @@ class _Lock:
             raise IndexLockedError(
                 f"the index in {path.parent} is in use{who} (an editor's mdsearch server or "
                 f"another mdsearch command). Close it, wait for it to finish, or pass "
-                f"--index-dir to use a separate index."
+                f"--index-dir to use a separate index.",
+                holder=holder or None,
             ) from None
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, str(os.getpid()).encode(), 0)
+        if not probe:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, str(os.getpid()).encode(), 0)
 
     def release(self) -> None:
         if self._fd >= 0:
             try:
-                os.ftruncate(self._fd, 0)
+                if not self._probe:
+                    os.ftruncate(self._fd, 0)
                 if fcntl is not None:
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
             finally:
                 os.close(self._fd)
                 self._fd = -1
+
+
+OpenMode = Literal["write", "read", "read-if-locked"]
+"""How a front end opens an index: ``write`` (take the writer lock, create, repair: a server, the
+``index`` command), ``read`` (never create, prune, repair or lock: ``status``, ``--no-update``
+searches) or ``read-if-locked`` (write, or read what another process writes when it holds the
+lock: a search that would like to update first)."""
+OPEN_MODES: tuple[str, ...] = ("write", "read", "read-if-locked")
 
 
 @dataclass
@@ -130,13 +145,83 @@ class Related:
     hits: list[Hit]
 
 
-class Workspace:
-    """A folder of notes with its open index. Writes: one thread. Reads: any thread."""
+@dataclass(frozen=True)
+class IndexState:
+    """How complete the index is, so an empty result is never mistaken for "no match".
 
-    # None when opened read-only: another process is the writer.
+    ``state``: ``ready`` (the last index run finished), ``building`` (a run is under way, in this
+    process or another), ``interrupted`` (a run stopped before the end and nobody is finishing
+    it: the next write open continues it) or ``empty`` (nothing indexed yet).
+    """
+
+    state: str
+    files_done: int = 0
+    files_total: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "files_done": self.files_done,
+                "files_total": self.files_total}
+
+
+@dataclass
+class SearchResult:
+    """Hits of one request, what a person should know about how it was read, and how complete
+    the index that answered it was."""
+
+    hits: list[Hit]
+    notes: tuple[str, ...] = ()
+    index: IndexState = field(default_factory=lambda: IndexState("ready"))
+
+
+# How often a running index records its progress in the manifest (for readers in other
+# processes); cheap: one tiny SQLite write.
+_STATE_EVERY_S = 1.0
+
+
+class Workspace:
+    """A folder of notes with its open index. Writes: one thread. Reads: any thread.
+
+    Front ends get one with :meth:`open` and use only its public methods: nothing outside
+    ``engine/`` touches the indexer, manifest, store or searcher, so the rules that keep an index
+    consistent (one writer, the manifest as the truth, repair on open) live in one place.
+    """
+
+    # None when opened read-only: another process is (or may become) the writer.
     store: ChromaStore | None
     indexer: Indexer | None
     _lock: _Lock | None
+
+    @classmethod
+    def open(
+        cls,
+        root: Path | str,
+        settings: Settings,
+        mode: OpenMode = "write",
+        *,
+        embedder: Embedder,
+        index_dir: Path | str | None = None,
+    ) -> Workspace:
+        """Open the index of ``root``.
+
+        Raises FileNotFoundError / NotADirectoryError for a bad root, :class:`IndexLockedError`
+        when ``write`` finds another writer, :class:`NotIndexedError` when a read finds no index,
+        :class:`IndexOpenError` when the index cannot be used.
+        """
+        if mode not in OPEN_MODES:
+            raise ValueError(f"open mode must be one of {', '.join(OPEN_MODES)}, got {mode!r}")
+        if mode == "read":
+            return cls(root, settings, embedder, index_dir=index_dir, read_only=True)
+        try:
+            return cls(root, settings, embedder, index_dir=index_dir)
+        except IndexLockedError as locked:
+            if mode == "write":
+                raise
+            ws = cls(root, settings, embedder, index_dir=index_dir, read_only=True)
+            ws.read_only_reason = (
+                f"the index in {ws.index_dir} is in use by another mdsearch process"
+                f"{locked.holder_text}: reading it as it is, without updating it"
+            )
+            return ws
 
     def __init__(
         self,
@@ -147,9 +232,7 @@ class Workspace:
         index_dir: Path | str | None = None,
         read_only: bool = False,
     ) -> None:
-        """``read_only``: search an index another process writes (an editor's server), as it
-        is: no lock, no Chroma (not process-safe), no repair or update; vector queries are
-        answered exactly from the manifest. Raises FileNotFoundError when there is no index."""
+        """Use :meth:`open`; this is its implementation."""
         root = Path(root).expanduser()
         if not root.exists():
             raise FileNotFoundError(f"notes folder not found: {root}")
@@ -164,7 +247,11 @@ class Workspace:
         )
         self.space = space_name(settings)
         self.read_only = read_only
+        self.read_only_reason: str | None = None
         self.last_report: IndexReport | None = None
+        self._filter: sources.SourceFilter | None = None
+        self._state_written = 0.0
+        self._indexing = False
         if read_only:
             self._open_read_only()
             return
@@ -203,8 +290,13 @@ class Workspace:
         self._lock = None
         self.dropped_spaces: list[str] = []
         self.repaired = None
+        path = self.index_dir / f"{self.space}.sqlite3"
+        if not path.is_file():
+            raise NotIndexedError(
+                f"{self.root} is not indexed yet: run `mdsearch index {self.root}`"
+            )
         try:
-            self.manifest = Manifest(self.index_dir / f"{self.space}.sqlite3", read_only=True)
+            self.manifest = Manifest(path, read_only=True)
         except sqlite3.DatabaseError as exc:
             raise IndexOpenError(
                 f"the manifest in {self.index_dir} cannot be read ({exc})"
@@ -229,6 +321,7 @@ class Workspace:
         tried would keep its vectors on disk forever. A space's age is the mtime of its manifest,
         touched on every open; we hold the writer lock, so no other process has any space open.
         """
+        assert self.store is not None
         own = self.index_dir / f"{self.space}.sqlite3"
         with contextlib.suppress(OSError):
             os.utime(own)
@@ -258,6 +351,17 @@ class Workspace:
             log.info("dropped the index of older settings: %s", ", ".join(dropped))
         return dropped
 
+    # ---- settings -----------------------------------------------------------------------------
+
+    def apply_settings(self, settings: Settings) -> bool:
+        """Take new settings at once when only search settings changed; False when an index
+        setting changed, and the caller must close this workspace and open a new one."""
+        if differs(self.settings, settings, INDEX_FIELDS):
+            return False
+        self.settings = settings
+        self.searcher.per_file = settings.per_file
+        return True
+
     # ---- writes (one thread) ----------------------------------------------------------------
 
     def index(
@@ -267,9 +371,35 @@ class Workspace:
         *,
         rebuild: bool = False,
     ) -> IndexReport:
-        report = self._writer().index(progress, cancel, rebuild=rebuild)
+        """Bring the index in line with the notes (only changed notes are read and embedded).
+
+        The run's progress is recorded in the manifest as it goes, so a reader in another
+        process can tell a half-built index from a finished one.
+        """
+        writer = self._writer()
+        self._record_state("building", 0, 0)
+        self._indexing = True
+
+        def track(done: int, total: int, chunks: int) -> None:
+            now = time.monotonic()
+            if now - self._state_written >= _STATE_EVERY_S or done >= total:
+                self._record_state("building", done, total)
+            if progress is not None:
+                progress(done, total, chunks)
+
+        try:
+            report = writer.index(track, cancel, rebuild=rebuild)
+        finally:
+            self._indexing = False
+        done = report.files_total if not report.cancelled else None
+        self._record_state("ready" if done is not None else "interrupted",
+                           done if done is not None else 0, report.files_total)
         self.last_report = report
         return report
+
+    def _record_state(self, state: str, done: int, total: int) -> None:
+        self._state_written = time.monotonic()
+        self.manifest.set_meta("index_state", f"{state} {done} {total}")
 
     def update(self, paths: Iterable[str | Path]) -> IndexReport:
         return self._writer().update(paths)
@@ -280,41 +410,93 @@ class Workspace:
     def rename(self, pairs: Sequence[tuple[str | Path, str | Path]]) -> IndexReport:
         return self._writer().rename(pairs)
 
+    def refresh_ignores(self) -> None:
+        """Re-read ``.gitignore`` files (one changed). Writer thread only, like every write."""
+        self._writer().filter.refresh()
+
     # ---- reads (any thread) -----------------------------------------------------------------
 
-    def search(
+    def index_state(self) -> IndexState:
+        """How complete the index is (see :class:`IndexState`)."""
+        raw = self.manifest.get_meta("index_state")
+        files, _ = self.manifest.counts()
+        if not raw:
+            # Indexes from before the state was recorded, or never run.
+            return IndexState("ready" if files else "empty", files, files)
+        state, done, total = [*raw.split(), "0", "0"][:3]
+        if state == "building" and not (
+            self._indexing if not self.read_only else self._writer_alive()
+        ):
+            state = "interrupted"  # its writer died mid-run; the next write open goes on
+        if state == "ready" and not files:
+            state = "empty"
+        return IndexState(state, int(done), int(total))
+
+    def _writer_alive(self) -> bool:
+        """Whether some process holds the writer lock (probed without keeping it)."""
+        try:
+            probe = _Lock(self.index_dir / "writer.lock", probe=True)
+        except IndexLockedError:
+            return True
+        except OSError:  # no lock file: nobody ever wrote here
+            return False
+        probe.release()
+        return False
+
+    def search(self, request: SearchRequest) -> SearchResult:
+        """Run a validated request (see :meth:`SearchRequest.build`)."""
+        hits = self.searcher.search(
+            request.query,
+            request.k,
+            mode=request.mode or self.settings.mode,
+            filters=request.filters,
+            fusion=self.settings.fusion,
+        )
+        if request.min_score is not None:
+            hits = [h for h in hits if h.score is None or h.score >= request.min_score]
+        return SearchResult(hits, request.notes, self.index_state())
+
+    def hits(
         self,
         query: str,
         k: int | None = None,
         *,
         mode: str | None = None,
-        filters: Filters | None = None,
+        filters: Any = None,
     ) -> list[Hit]:
-        return self.searcher.search(
-            query,
-            k or self.settings.max_results,
-            mode=mode or self.settings.mode,
-            filters=filters,
-            fusion=self.settings.fusion,
-        )
+        """Just the hits of a query, for scripts, benchmarks and tests: the request is built and
+        validated exactly as a front end's would be."""
+        request = SearchRequest.build(query, k=k, mode=mode, filters=filters,
+                                      default_k=self.settings.max_results)
+        return self.search(request).hits
 
-    def related(
+    def related_to(
         self,
-        rel: str,
+        path: str,
         line: int,
         *,
         text: str | None = None,
         k: int | None = None,
         min_score: float | None = None,
     ) -> Related:
-        """Sections of other notes related to the section at ``line`` of note ``rel``.
+        """:meth:`related` for scripts and tests, through the same request validation."""
+        return self.related(RelatedRequest.build(path, line, text=text, k=k, min_score=min_score))
 
-        ``text`` is the editor's current buffer when it has one. Vectors come from the cache when
-        the section's embedded text is unchanged since indexing, else the section is embedded on
-        the fly (and not stored: only the writer stores).
+    def related(self, request: RelatedRequest) -> Related:
+        """Sections of other notes related to the section at ``request.line`` of its note.
+
+        ``request.text`` is the editor's current buffer when it has one. Vectors come from the
+        cache when the section's embedded text is unchanged since indexing, else the section is
+        embedded on the fly (and not stored: only the writer stores).
         """
+        rel = self.note_path(request.path)
+        if rel is None:
+            raise RequestError(f"{request.path} is not a note inside {self.root}", "path")
+        text = request.text
         if text is None:
             path = self.root / rel
+            if not path.is_file():
+                raise RequestError(f"{request.path} does not exist", "path")
             read = sources.read_source(path, rel, max_file_bytes=self.settings.max_file_bytes)
             if read.text is None:
                 return Related(None, [])
@@ -325,7 +507,7 @@ class Workspace:
             chunk_size=self.settings.chunk_size,
             chunk_overlap=self.settings.chunk_overlap,
         )
-        section = chunking.section_at_line(note, line)
+        section = chunking.section_at_line(note, request.line)
         if section is None:
             return Related(None, [])
         index = note.sections.index(section)
@@ -341,13 +523,39 @@ class Workspace:
         centroid = mean_vector(vectors)
         if centroid is None:
             return Related(section, [])
+        min_score = request.min_score
         hits = self.searcher.related(
             centroid,
             exclude_path=rel,
-            k=k or self.settings.hover_max_results,
+            k=request.k or self.settings.hover_max_results,
             min_score=self.settings.hover_min_score if min_score is None else min_score,
         )
         return Related(section, hits)
+
+    def note_path(self, path: str | Path) -> str | None:
+        """The root-relative path of a note given relative to the root or absolute; None when
+        it lies outside the root."""
+        p = Path(path)
+        if not p.is_absolute():
+            p = self.root / p
+        return sources.relpath(self.root, p)
+
+    def relpath(self, path: Path | str) -> str | None:
+        return sources.relpath(self.root, Path(path))
+
+    def is_indexed(self, rel: str) -> bool:
+        """Whether the index holds this note (root-relative path)."""
+        return self.manifest.file(rel) is not None
+
+    def accepts(self, rel: str) -> bool:
+        """Whether this note would be indexed (globs, ignores, markdown suffix)."""
+        if self.indexer is not None:
+            return self.indexer.filter.accepts(rel)
+        if self._filter is None:
+            self._filter = sources.SourceFilter(
+                self.root, self.settings.include, self.settings.exclude, index_dir=self.index_dir
+            )
+        return self._filter.accepts(rel)
 
     def status(self) -> dict[str, Any]:
         files, chunks = self.manifest.counts()
@@ -361,10 +569,8 @@ class Workspace:
             "space": self.space,
             "last_update": _iso(float(last)) if last else None,
             "read_only": self.read_only,
+            "index": self.index_state().to_json(),
         }
-
-    def relpath(self, path: Path | str) -> str | None:
-        return sources.relpath(self.root, Path(path))
 
     def close(self) -> None:
         try:
@@ -372,6 +578,15 @@ class Workspace:
                 self.store.close()
             self.manifest.close()
         finally:
+            if self._lock is not None:
+                self._lock.release()
+
+    def abandon(self) -> None:
+        """Release the lock and the manifest without waiting for anything: the process is about
+        to exit (its client died). Whatever was mid-write is repaired by the next open."""
+        with contextlib.suppress(Exception):
+            self.manifest.close()
+        with contextlib.suppress(Exception):
             if self._lock is not None:
                 self._lock.release()
 

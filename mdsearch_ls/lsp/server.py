@@ -28,9 +28,15 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from mdsearch_ls import __version__
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder
-from mdsearch_ls.engine.indexer import IndexReport
-from mdsearch_ls.engine.workspace import IndexLockedError, IndexOpenError, Workspace
+from mdsearch_ls.engine.api import (
+    IndexLockedError,
+    IndexOpenError,
+    IndexReport,
+    NotIndexedError,
+    Workspace,
+    create_embedder,
+)
+from mdsearch_ls.logs import configure_logging
 
 log = logging.getLogger("mdsearch_ls.lsp")
 
@@ -88,14 +94,15 @@ class FolderIndex:
         if self.ws is not None:
             return
         try:
-            self.ws = Workspace(self.root, self.server.settings, self.server.embedder)
+            self.ws = Workspace.open(self.root, self.server.settings, "write",
+                                     embedder=self.server.embedder)
         except IndexLockedError as exc:
             # Another mdsearch process writes this index (a second editor window on the same
             # vault, a CLI run): search what it has indexed rather than fail.
             try:
-                self.ws = Workspace(self.root, self.server.settings, self.server.embedder,
-                                    read_only=True)
-            except (FileNotFoundError, IndexOpenError, OSError):
+                self.ws = Workspace.open(self.root, self.server.settings, "read",
+                                         embedder=self.server.embedder)
+            except (FileNotFoundError, IndexOpenError, NotIndexedError, OSError):
                 self._open_failed(exc)
                 raise exc from None
             log.info("%s: %s; searching it read-only", self.name, exc)
@@ -122,7 +129,8 @@ class FolderIndex:
         if self.ws is None or not self.ws.read_only:
             return self.ws is not None
         try:
-            ws = Workspace(self.root, self.server.settings, self.server.embedder)
+            ws = Workspace.open(self.root, self.server.settings, "write",
+                                embedder=self.server.embedder)
         except IndexLockedError:
             return False
         # Searches may still be reading the old one on other threads: it is closed with the
@@ -217,7 +225,7 @@ class MdSearchServer(LanguageServer):
         )
         self.settings = Settings()
         self.init_settings = Settings()  # defaults + initializationOptions
-        self.embedder = SentenceTransformerEmbedder(None)
+        self.embedder = create_embedder(Settings())
         self.folders: dict[Path, FolderIndex] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self.model_state = "not-loaded"
@@ -400,9 +408,7 @@ def _hard_exit(server: MdSearchServer, code: int) -> None:
         folder.closed = True
         try:
             if folder.ws is not None:
-                folder.ws.manifest.close()
-                if folder.ws._lock is not None:
-                    folder.ws._lock.release()
+                folder.ws.abandon()
         except Exception:
             pass
     logging.shutdown()
@@ -412,11 +418,7 @@ def _hard_exit(server: MdSearchServer, code: int) -> None:
 def run_stdio() -> int:
     """Serve over stdio. Stray prints from libraries must never reach the protocol stream, so
     the real stdout is kept for LSP only and fd 1 is pointed at stderr."""
-    logging.basicConfig(
-        level=logging.INFO, stream=sys.stderr, format="mdsearch-ls: %(levelname)s: %(message)s"
-    )
-    for noisy in ("pygls", "chromadb", "httpx", "sentence_transformers", "transformers"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging(logging.INFO, prog="mdsearch-ls")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)

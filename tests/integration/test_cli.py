@@ -160,10 +160,10 @@ def test_search_reads_an_index_another_process_writes(
         res = run("search", "crisis escalation threshold", "--root", str(vault), "--index-dir",
                   str(index), "--json", "-k", "3", cache=tmp_path)
         assert res.returncode == 0, res.stderr
-        assert "in use by another process" in res.stderr
+        assert "in use by another mdsearch process" in res.stderr
         hits = json.loads(res.stdout)["results"]
         assert hits[0]["path"] == "operations/Crisis management and escalation.md"
-        expected = holder.search("crisis escalation threshold", 3)
+        expected = holder.hits("crisis escalation threshold", 3)
         assert [h["breadcrumb"] for h in hits] == [h.breadcrumb for h in expected]
         status = run("status", "--root", str(vault), "--index-dir", str(index), "--json",
                      cache=tmp_path)

@@ -55,12 +55,12 @@ def test_index_larger_than_one_chroma_batch(tmp_path, write, fake_embedder):
         assert ws.store.all_ids() == ws.manifest.chunk_ids()
 
         # Searching the big index works and respects filters.
-        assert ws.search("item4321", 5, mode="keyword")[0].title == "Topic 4321"
+        assert ws.hits("item4321", 5, mode="keyword")[0].title == "Topic 4321"
         exact = "Big catalogue Topic 4321 Entry 4321 about item4321 and widget53"
-        top = ws.search(exact, 5, mode="semantic")[0]
+        top = ws.hits(exact, 5, mode="semantic")[0]
         assert top.title == "Topic 4321"
         assert top.score > 0.9
-        assert {h.path for h in ws.search("small note path:small/", 5)} <= {
+        assert {h.path for h in ws.hits("small note path:small/", 5)} <= {
             f"small/n{i}.md" for i in range(20)
         }
 

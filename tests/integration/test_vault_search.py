@@ -39,14 +39,14 @@ def vault_ws(tmp_path_factory, real_embedder):
 )
 @pytest.mark.parametrize("mode", ["hybrid", "semantic"])
 def test_query_finds_its_note_in_the_top_3(vault_ws, query, expected, mode):
-    hits = vault_ws.search(query, 3, mode=mode)
+    hits = vault_ws.hits(query, 3, mode=mode)
     paths = [h.path for h in hits]
     assert expected in paths, (query, mode, paths)
     assert all(-1.0 <= h.score <= 1.0 for h in hits)
 
 
 def test_hits_point_at_real_lines(vault_ws):
-    hit = vault_ws.search("revenue tracking", 1)[0]
+    hit = vault_ws.hits("revenue tracking", 1)[0]
     lines = (vault_ws.root / hit.path).read_text(encoding="utf-8").splitlines()
     assert 0 <= hit.start_line <= hit.end_line < len(lines)
     heading = lines[hit.start_line].lstrip("#").strip()
@@ -56,9 +56,9 @@ def test_hits_point_at_real_lines(vault_ws):
 
 
 def test_filters_with_the_real_model(vault_ws):
-    hits = vault_ws.search("how do we handle money path:finance/", 10)
+    hits = vault_ws.hits("how do we handle money path:finance/", 10)
     assert hits and all(h.path.startswith("finance/") for h in hits)
-    assert vault_ws.search("context window tag:llm", 3)[0].path == (
+    assert vault_ws.hits("context window tag:llm", 3)[0].path == (
         "engineering/LLM assistant context management.md"
     )
 
@@ -84,7 +84,7 @@ def test_editing_one_file_reembeds_only_that_file(vault_ws):
         assert report.chunks_embedded == len(after - before)
         assert report.vector_cache_hits == len(after) - report.chunks_embedded
         assert vault_ws.store.all_ids() == vault_ws.manifest.chunk_ids()
-        assert vault_ws.search("receipts archive after a year", 3)[0].path == rel
+        assert vault_ws.hits("receipts archive after a year", 3)[0].path == rel
     finally:
         path.write_text(original, encoding="utf-8")
         os.utime(path, (st.st_atime, st.st_mtime + 20))
@@ -134,7 +134,7 @@ def test_exact_term_queries_are_found(vault_ws, mode):
 def test_a_note_the_query_names_comes_first(vault_ws, query, expected):
     """The real model, the default fusion: a query that spells out a note's title or one of its
     aliases gets that note first, and --explain says why."""
-    hits = vault_ws.search(query, 5)
+    hits = vault_ws.hits(query, 5)
     assert hits[0].path == expected, [h.path for h in hits]
     assert hits[0].explain["title_match"] is True
     assert sum(h.explain["title_match"] for h in hits if h.path == expected) == 1

@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from mdsearch_ls.config import Settings, settings_from_client, with_overrides
+from mdsearch_ls.config import (
+    CLIENT_KEYS,
+    INDEX_FIELDS,
+    SEARCH_FIELDS,
+    SettingError,
+    Settings,
+    declared,
+    settings_from_client,
+    settings_from_flags,
+)
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_without_options():
@@ -164,14 +179,64 @@ def test_small_chunk_size_alone_makes_the_default_overlap_invalid():
     assert len(warnings) == 1
 
 
-def test_with_overrides_applies_only_given_flags():
+def test_flags_apply_only_when_given_and_keep_the_base():
     base = Settings(max_results=11)
-    same = with_overrides(base, model=None, chunk_size=None)
-    assert same is base
-    changed = with_overrides(base, chunk_size=500, model=None)
+    same = settings_from_flags({"model": None, "chunk_size": None}, base)
+    assert same == base
+    changed = settings_from_flags({"chunk_size": 500, "model": None}, base)
     assert changed.chunk_size == 500
     assert changed.max_results == 11
     assert dataclasses.replace(changed, chunk_size=1000) == base
+
+
+@pytest.mark.parametrize(
+    ("values", "flag"),
+    [
+        ({"chunk_size": -5}, "--chunk-size"),
+        ({"chunk_size": "big"}, "--chunk-size"),
+        ({"chunk_overlap": 99_999}, "--chunk-overlap"),
+        ({"mode": "fuzzy"}, "--mode"),
+        ({"chunk_size": 300, "chunk_overlap": 300}, "--chunk-overlap"),
+    ],
+)
+def test_bad_flag_values_are_errors_naming_the_flag(values, flag):
+    with pytest.raises(SettingError, match=flag):
+        settings_from_flags(values)
+
+
+def test_every_setting_is_declared_once_with_a_check_and_a_doc():
+    infos = list(declared())
+    assert len({i.client for i in infos}) == len(infos)
+    for info in infos:
+        assert info.doc.endswith(".") and len(info.doc) > 20, info.name
+        assert info.check(info.default) == info.default or info.default is None, info.name
+        assert CLIENT_KEYS[info.client] == info.name
+    assert set(SEARCH_FIELDS).isdisjoint(INDEX_FIELDS)
+
+
+def test_package_json_and_readme_table_are_generated_from_the_declarations():
+    """The VS Code settings and the README table are derived from config.py; a hand edit of
+    either, or a new setting without re-running the generator, fails here."""
+    res = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "sync_settings.py"), "--check"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+
+
+def test_vscode_package_json_declares_each_server_setting_as_the_server_does():
+    package = json.loads((REPO / "vscode-extension" / "package.json").read_text("utf-8"))
+    props = package["contributes"]["configuration"]["properties"]
+    for info in declared():
+        if info.client == "documentSymbols":
+            continue  # the extension always sends false: VS Code has its own outline
+        prop = props[f"mdsearch.{info.client}"]
+        default = list(info.default) if isinstance(info.default, tuple) else info.default
+        assert prop["default"] == ("" if default is None else default)
+        assert prop["scope"] == info.scope
+        bounds = getattr(info.check, "bounds", None)
+        if bounds:
+            assert (prop["minimum"], prop["maximum"]) == bounds
 
 
 def test_fusion_setting():

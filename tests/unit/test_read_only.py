@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.workspace import IndexLockedError, IndexReadOnlyError, Workspace
+from mdsearch_ls.engine.errors import IndexLockedError, IndexReadOnlyError, NotIndexedError
+from mdsearch_ls.engine.workspace import Workspace
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def pair(vault, tmp_path, fake_embedder):
     index = tmp_path / "index"
     writer = Workspace(vault, Settings(), fake_embedder, index_dir=index)
     writer.index()
-    reader = Workspace(vault, Settings(), fake_embedder, index_dir=index, read_only=True)
+    reader = Workspace.open(vault, Settings(), "read", embedder=fake_embedder, index_dir=index)
     yield writer, reader
     reader.close()
     writer.close()
@@ -50,7 +51,7 @@ def shape(hits):
 def test_reader_answers_as_the_writer_does(pair, mode, query) -> None:
     writer, reader = pair
     # k=10 is every section of the vault, so no tie is cut off differently
-    mine, theirs = reader.search(query, 10, mode=mode), writer.search(query, 10, mode=mode)
+    mine, theirs = reader.hits(query, 10, mode=mode), writer.hits(query, 10, mode=mode)
     assert shape(mine) == shape(theirs)
     if mode != "keyword" and "tag:" not in query:
         assert mine and mine[0].score > 0
@@ -58,8 +59,8 @@ def test_reader_answers_as_the_writer_does(pair, mode, query) -> None:
 
 def test_reader_related_matches_the_writer(pair) -> None:
     writer, reader = pair
-    mine = reader.related("fruit.md", 4, k=3, min_score=-1.0)
-    theirs = writer.related("fruit.md", 4, k=3, min_score=-1.0)
+    mine = reader.related_to("fruit.md", 4, k=3, min_score=-1.0)
+    theirs = writer.related_to("fruit.md", 4, k=3, min_score=-1.0)
     assert mine.section is not None and mine.section.title == "Berries"
     assert shape(mine.hits) == shape(theirs.hits)
     assert mine.hits and all(h.path != "fruit.md" for h in mine.hits)
@@ -67,12 +68,12 @@ def test_reader_related_matches_the_writer(pair) -> None:
 
 def test_reader_sees_what_the_writer_commits(pair, vault, write) -> None:
     writer, reader = pair
-    assert reader.search("kiwi", 3, mode="keyword") == []
+    assert reader.hits("kiwi", 3, mode="keyword") == []
     write(vault, "fruit.md", "# Fruit\n\nKiwi vines climb the south wall.\n")
     writer.update(["fruit.md"])
-    hits = reader.search("kiwi", 3, mode="keyword")  # the cache keys on the file's generation
+    hits = reader.hits("kiwi", 3, mode="keyword")  # the cache keys on the file's generation
     assert [h.path for h in hits] == ["fruit.md"]
-    assert reader.search("kiwi vines", 3, mode="semantic")[0].path == "fruit.md"
+    assert reader.hits("kiwi vines", 3, mode="semantic")[0].path == "fruit.md"
 
 
 def test_reader_never_writes(pair) -> None:
@@ -92,6 +93,7 @@ def test_the_lock_still_stops_a_second_writer(pair, vault, tmp_path, fake_embedd
 
 
 def test_reader_needs_an_index(vault, tmp_path, fake_embedder) -> None:
-    with pytest.raises(FileNotFoundError):
-        Workspace(vault, Settings(), fake_embedder, index_dir=tmp_path / "none", read_only=True)
+    with pytest.raises(NotIndexedError, match="mdsearch index"):
+        Workspace.open(vault, Settings(), "read", embedder=fake_embedder,
+                       index_dir=tmp_path / "none")
     assert not (tmp_path / "none").exists()  # and creates nothing

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.search import (
     FILTER_NAMES,
     Filters,
@@ -215,10 +216,10 @@ def test_a_structured_phrase_filters_and_ranks(tmp_path, write, make_workspace, 
     write(root, "b.md", "# B\n\nPayment terms differ: 30 days net, usually.\n")
     ws = make_workspace(root, fake_embedder)
     ws.index()
-    hits = ws.search("payment terms", 5, filters=structured_filters(phrase="net 30"))
+    hits = ws.hits("payment terms", 5, filters=structured_filters(phrase="net 30"))
     assert [h.path for h in hits] == ["a.md"]
     # A phrase alone is a query too, as a typed "net 30" is.
-    assert [h.path for h in ws.search("", 5, filters=structured_filters(phrase="net 30"))] == [
+    assert [h.path for h in ws.hits("", 5, filters=structured_filters(phrase="net 30"))] == [
         "a.md"
     ]
 
@@ -262,13 +263,13 @@ def test_rrf_item_ranked_well_in_both_beats_a_single_first(small, monkeypatch):
     monkeypatch.setattr(ws.store, "query", lambda *a, **kw: list(semantic))
     monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: list(keyword_rows))
 
-    hybrid = [h.path for h in ws.search("anything", 10, mode="hybrid")]
+    hybrid = [h.path for h in ws.hits("anything", 10, mode="hybrid")]
     assert hybrid[0] == "b.md"
     assert set(hybrid) == {"x.md", "y.md", "b.md", "c.md"}
     assert hybrid.index("c.md") > max(hybrid.index("x.md"), hybrid.index("y.md"))
 
-    assert [h.path for h in ws.search("anything", 10, mode="semantic")] == ["x.md", "b.md", "c.md"]
-    assert [h.path for h in ws.search("anything", 10, mode="keyword")] == ["y.md", "b.md"]
+    assert [h.path for h in ws.hits("anything", 10, mode="semantic")] == ["x.md", "b.md", "c.md"]
+    assert [h.path for h in ws.hits("anything", 10, mode="keyword")] == ["y.md", "b.md"]
 
 
 def test_convex_fusion_keeps_score_gaps_that_rrf_flattens(small, monkeypatch):
@@ -304,7 +305,7 @@ def test_only_hybrid_adds_adjacent_word_pairs_to_the_keyword_query(small, monkey
 
     monkeypatch.setattr(ws.manifest, "keyword_search", record)
     for mode in ("hybrid", "keyword"):
-        ws.search("sailing yacht", 5, mode=mode)
+        ws.hits("sailing yacht", 5, mode=mode)
     assert seen["hybrid"] == '"sailing" OR "yacht" OR "sailing yacht"'
     assert seen["keyword"] == '"sailing" OR "yacht"'
 
@@ -313,7 +314,7 @@ def test_explain_carries_both_ranks(small, monkeypatch):
     ws, ids = small
     monkeypatch.setattr(ws.store, "query", lambda *a, **kw: [(ids["b.md"], 0.5)])
     monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: [(ids["b.md"], 1.0)])
-    hit = ws.search("anything", 5)[0]
+    hit = ws.hits("anything", 5)[0]
     assert hit.explain["semantic_rank"] == 1 and hit.explain["keyword_rank"] == 1
     assert hit.explain["fused"] > 0
     assert set(hit.to_json()) == {"path", "title", "breadcrumb", "start_line", "end_line",
@@ -397,20 +398,20 @@ def test_ids_unknown_to_the_manifest_are_dropped(small, monkeypatch):
     ws, ids = small
     monkeypatch.setattr(ws.store, "query",
                         lambda *a, **kw: [("orphan-from-a-crash", 0.99), (ids["c.md"], 0.2)])
-    hits = ws.search("cello", 5, mode="semantic")
+    hits = ws.hits("cello", 5, mode="semantic")
     assert [h.path for h in hits] == ["c.md"]
 
 
 def test_scores_are_cosine_similarities(small):
     ws, _ = small
     q = "cello strings"
-    hit = ws.search(q, 1, mode="semantic")[0]
+    hit = ws.hits(q, 1, mode="semantic")[0]
     assert hit.path == "c.md"
     vec = ws.manifest.vectors([ws.manifest.chunks_for("c.md")[0].embed_hash])
     expected = float(next(iter(vec.values())) @ ws.embedder.vector(q))
     assert hit.score == pytest.approx(expected, abs=1e-4)
     # Keyword mode reports the same kind of number when the model is loaded.
-    assert ws.search(q, 1, mode="keyword")[0].score == pytest.approx(expected, abs=1e-4)
+    assert ws.hits(q, 1, mode="keyword")[0].score == pytest.approx(expected, abs=1e-4)
 
 
 def test_keyword_mode_never_loads_the_model(tmp_path, write, make_workspace, fake_embedder_cls):
@@ -423,25 +424,25 @@ def test_keyword_mode_never_loads_the_model(tmp_path, write, make_workspace, fak
     cold = fake_embedder_cls()
     cold.loaded = False
     ws = make_workspace(root, cold, index_dir=tmp_path / "idx")
-    hits = ws.search("retention", 5, mode="keyword")
+    hits = ws.hits("retention", 5, mode="keyword")
     assert [h.path for h in hits] == ["a.md"]
     assert cold.query_calls == 0 and cold.document_calls == 0
 
 
 def test_mode_and_k_validation(small):
     ws, _ = small
-    with pytest.raises(QueryError, match="hybrid"):
-        ws.search("x", 5, mode="fuzzy")
+    with pytest.raises(RequestError, match="hybrid"):
+        ws.hits("x", 5, mode="fuzzy")
     with pytest.raises(QueryError):
         ws.searcher.search("x", 0)
     with pytest.raises(QueryError, match="valid filters"):
-        ws.search("x nope:1", 5)
+        ws.hits("x nope:1", 5)
 
 
 def test_empty_text_returns_nothing(small):
     ws, _ = small
-    assert ws.search("   ", 5) == []
-    assert ws.search("path:x.md", 5) == []
+    assert ws.hits("   ", 5) == []
+    assert ws.hits("path:x.md", 5) == []
 
 
 @pytest.fixture(scope="module")
@@ -474,23 +475,23 @@ def filtered(tmp_path_factory, write, fake_embedder_cls):
 
 @pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
 def test_path_filter_is_pushed_into_every_mode(filtered, mode):
-    hits = filtered.search("revenue path:finance/", 10, mode=mode)
+    hits = filtered.hits("revenue path:finance/", 10, mode=mode)
     assert {h.path for h in hits} == {"finance/ledger.md", "finance/old.md"}
 
 
 @pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
 def test_tag_filter_in_every_mode(filtered, mode):
-    hits = filtered.search("revenue tag:money", 10, mode=mode)
+    hits = filtered.hits("revenue tag:money", 10, mode=mode)
     assert [h.path for h in hits] == ["finance/ledger.md"]
-    assert filtered.search("revenue tag:money/q3", 10, mode=mode)[0].path == "finance/ledger.md"
-    assert filtered.search("revenue tag:nomatch", 10, mode=mode) == []
+    assert filtered.hits("revenue tag:money/q3", 10, mode=mode)[0].path == "finance/ledger.md"
+    assert filtered.hits("revenue tag:nomatch", 10, mode=mode) == []
 
 
 @pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
 def test_modified_filter_in_every_mode(filtered, mode):
-    recent = filtered.search("revenue modified:>30d", 10, mode=mode)
+    recent = filtered.hits("revenue modified:>30d", 10, mode=mode)
     assert [h.path for h in recent] == ["finance/ledger.md"]
-    older = filtered.search("revenue audits modified:<2021-01-01 path:finance/", 10, mode=mode)
+    older = filtered.hits("revenue audits modified:<2021-01-01 path:finance/", 10, mode=mode)
     assert [h.path for h in older] == ["finance/old.md"]
 
 
@@ -503,7 +504,7 @@ def test_filtered_semantic_search_is_exact_over_the_notes_that_pass(filtered, mo
 
     monkeypatch.setattr(filtered.store, "query", no_chroma)
     query = "ledger audits revenue"
-    hits = filtered.search(f"{query} path:ops/", 100, mode="semantic")
+    hits = filtered.hits(f"{query} path:ops/", 100, mode="semantic")
     qvec = filtered.embedder.vector(query)
     chunks = [c for p in filtered.manifest.all_paths() if p.startswith("ops/")
               for c in filtered.manifest.chunks_for(p)]
@@ -521,16 +522,16 @@ def test_the_filter_table_follows_index_changes(tmp_path, write, make_workspace,
     write(root, "ops/report.md", "# Report\n\nRevenue report.\n")
     ws = make_workspace(root, fake_embedder)
     ws.index()
-    assert [h.path for h in ws.search("revenue path:finance/", 10, mode="semantic")] == [
+    assert [h.path for h in ws.hits("revenue path:finance/", 10, mode="semantic")] == [
         "finance/ledger.md"
     ]
     write(root, "finance/forecast.md", "# Forecast\n\nRevenue forecast for next year.\n")
     ws.update(["finance/forecast.md"])
-    after = {h.path for h in ws.search("revenue path:finance/", 10, mode="semantic")}
+    after = {h.path for h in ws.hits("revenue path:finance/", 10, mode="semantic")}
     assert after == {"finance/ledger.md", "finance/forecast.md"}
     (root / "finance" / "ledger.md").unlink()
     ws.update(["finance/ledger.md"])
-    assert [h.path for h in ws.search("revenue path:finance/", 10, mode="semantic")] == [
+    assert [h.path for h in ws.hits("revenue path:finance/", 10, mode="semantic")] == [
         "finance/forecast.md"
     ]
 
@@ -550,18 +551,18 @@ def test_a_huge_index_filters_in_chroma_instead(filtered, monkeypatch):
 
     monkeypatch.setattr(filtered.store, "query", spy)
     # A narrow filter: a where clause.
-    filtered.search("revenue path:finance/", 5, mode="semantic")
+    filtered.hits("revenue path:finance/", 5, mode="semantic")
     assert seen[-1][1] == {"path": {"$in": ["finance/ledger.md", "finance/old.md"]}}
     # 70 of 72 notes pass path:ops/: no `$in` list, a bigger pool, and only ops/ notes back.
-    hits = filtered.search("ledger audits revenue path:ops/", 10, mode="semantic")
+    hits = filtered.hits("ledger audits revenue path:ops/", 10, mode="semantic")
     assert seen[-1][1] is None and seen[-1][0] > 60
     assert hits and all(h.path.startswith("ops/") for h in hits)
 
 
 def test_filter_arguments_merge_with_inline_filters(filtered):
-    hits = filtered.search("revenue", 10, filters=Filters(paths=("finance/",)))
+    hits = filtered.hits("revenue", 10, filters=Filters(paths=("finance/",)))
     assert {h.path for h in hits} == {"finance/ledger.md", "finance/old.md"}
-    hits = filtered.search("revenue tag:money", 10, filters=Filters(paths=("finance/",)))
+    hits = filtered.hits("revenue tag:money", 10, filters=Filters(paths=("finance/",)))
     assert [h.path for h in hits] == ["finance/ledger.md"]
 
 
@@ -571,12 +572,12 @@ def test_modified_filter_follows_a_touch(tmp_path, write, make_workspace, fake_e
     note = write(root, "a.md", "# A\n\nApples in the orchard.\n", mtime=ts("2020-01-01"))
     ws = make_workspace(root, fake_embedder)
     ws.index()
-    assert ws.search("apples modified:>2024-01-01", 5) == []
+    assert ws.hits("apples modified:>2024-01-01", 5) == []
     now = time.time()
     os.utime(note, (now, now))
     report = ws.index()
     assert report.files_indexed == 0  # only touched
-    assert [h.path for h in ws.search("apples modified:>2024-01-01", 5)] == ["a.md"]
+    assert [h.path for h in ws.hits("apples modified:>2024-01-01", 5)] == ["a.md"]
 
 
 def test_phrase_filter_requires_the_exact_sequence(tmp_path, write, make_workspace,
@@ -587,8 +588,8 @@ def test_phrase_filter_requires_the_exact_sequence(tmp_path, write, make_workspa
     ws = make_workspace(root, fake_embedder)
     ws.index()
     for mode in ("semantic", "keyword", "hybrid"):
-        assert [h.path for h in ws.search('"release train"', 5, mode=mode)] == ["yes.md"]
-    assert ws.search('"release freight"', 5) == []
+        assert [h.path for h in ws.hits('"release train"', 5, mode=mode)] == ["yes.md"]
+    assert ws.hits('"release freight"', 5) == []
 
 
 def test_per_file_cap(tmp_path, write, make_workspace, fake_embedder_cls):
@@ -599,7 +600,7 @@ def test_per_file_cap(tmp_path, write, make_workspace, fake_embedder_cls):
     write(root, "third.md", "# Third\n\nA third budget note.\n")
     ws = make_workspace(root, fake_embedder_cls())
     ws.index()
-    hits = ws.search("budget", 10)
+    hits = ws.hits("budget", 10)
     assert sum(h.path == "long.md" for h in hits) == 2  # the default per_file
     assert {"other.md", "third.md"} <= {h.path for h in hits}
     hits = ws.searcher.search("budget", 10, per_file=1)
@@ -607,7 +608,7 @@ def test_per_file_cap(tmp_path, write, make_workspace, fake_embedder_cls):
     ws.close()
     ws = make_workspace(root, fake_embedder_cls(), settings=Settings(per_file=5),
                         index_dir=ws.index_dir)
-    assert sum(h.path == "long.md" for h in ws.search("budget", 20)) == 5
+    assert sum(h.path == "long.md" for h in ws.hits("budget", 20)) == 5
 
 
 def test_chunks_of_one_section_collapse_into_one_hit(tmp_path, write, make_workspace,
@@ -622,7 +623,7 @@ def test_chunks_of_one_section_collapse_into_one_hit(tmp_path, write, make_works
     chunks = ws.manifest.chunks_for("fw.md")
     assert len(chunks) >= 5 and len({c.section for c in chunks}) == 1
     for mode in ("semantic", "keyword", "hybrid"):
-        hits = ws.search("firewall rule blocks port", 10, mode=mode)
+        hits = ws.hits("firewall rule blocks port", 10, mode=mode)
         fw = [h for h in hits if h.path == "fw.md"]
         assert len(fw) == 1, mode
         # The hit covers the chunks that matched, not just the best one.
@@ -644,7 +645,7 @@ def test_boilerplate_is_ranked_below_a_unique_section(tmp_path, write, make_work
     ws = make_workspace(root, embedder)
     ws.index()
     for mode in ("semantic", "keyword", "hybrid"):
-        hits = ws.search("quarterly roadmap items", 10, mode=mode)
+        hits = ws.hits("quarterly roadmap items", 10, mode=mode)
         assert len(hits) == 4, mode
         assert hits[0].path == "plan.md", (mode, [h.path for h in hits])
         assert hits[0].score < hits[1].score  # ranked first despite a lower similarity
@@ -652,7 +653,7 @@ def test_boilerplate_is_ranked_below_a_unique_section(tmp_path, write, make_work
     import mdsearch_ls.engine.search as search_mod
 
     monkeypatch.setattr(search_mod, "boilerplate_weight", lambda n: 1.0)
-    hits = ws.search("quarterly roadmap items", 9, mode="semantic")
+    hits = ws.hits("quarterly roadmap items", 9, mode="semantic")
     assert hits[-1].path == "plan.md"
 
 
@@ -664,25 +665,25 @@ def test_two_copies_are_not_boilerplate(tmp_path, write, make_workspace, fake_em
     ws.index()
     body = ws.manifest.chunks_for("a.md")[0].body_hash
     assert ws.manifest.body_file_counts([body]) == {body: 2}
-    hits = ws.search("quarterly roadmap items", 5, mode="semantic")
+    hits = ws.hits("quarterly roadmap items", 5, mode="semantic")
     assert all(h.explain["fused"] > 0 for h in hits)
     assert hits[0].explain["fused"] == pytest.approx(1 / 61, rel=0.01)  # no down-weighting
 
 
 def test_query_cache_hit_and_invalidation(small, fake_embedder, touch_later):
     ws, _ = small
-    first = ws.search("cello strings", 5, mode="keyword")
+    first = ws.hits("cello strings", 5, mode="keyword")
     calls = fake_embedder.query_calls
     hits_before = ws.searcher.cache_hits
-    again = ws.search("cello strings", 5, mode="keyword")
+    again = ws.hits("cello strings", 5, mode="keyword")
     assert again == first
     assert ws.searcher.cache_hits == hits_before + 1
     assert fake_embedder.query_calls == calls  # answered from the cache: no embedding
     # Mutating the returned list does not poison the cache.
     again.clear()
-    assert ws.search("cello strings", 5, mode="keyword") == first
+    assert ws.hits("cello strings", 5, mode="keyword") == first
     # A different k, mode or filter is a different entry.
-    ws.search("cello strings", 2, mode="keyword")
+    ws.hits("cello strings", 2, mode="keyword")
     assert ws.searcher.cache_hits == hits_before + 2
     gen = ws.manifest.generation
     note = ws.root / "y.md"
@@ -690,7 +691,7 @@ def test_query_cache_hit_and_invalidation(small, fake_embedder, touch_later):
     touch_later(note)
     ws.update(["y.md"])
     assert ws.manifest.generation > gen
-    after = ws.search("cello strings", 5, mode="keyword")
+    after = ws.hits("cello strings", 5, mode="keyword")
     assert ws.searcher.cache_hits == hits_before + 2  # recomputed, not served stale
     assert "y.md" in {h.path for h in after}
     assert "y.md" not in {h.path for h in first}
@@ -703,13 +704,13 @@ def test_related_finds_other_notes_not_itself(tmp_path, write, make_workspace, f
     write(root, "c.md", "# Gamma\n\nTax returns and receipts.\n")
     ws = make_workspace(root, fake_embedder)
     ws.index()
-    result = ws.related("a.md", 2)
+    result = ws.related_to("a.md", 2)
     assert result.section is not None and result.section.title == "Alpha"
     assert result.hits and result.hits[0].path == "b.md"
     assert all(h.path != "a.md" for h in result.hits)
-    assert ws.related("a.md", 2, min_score=0.99).hits == []
+    assert ws.related_to("a.md", 2, min_score=0.99).hits == []
     # Unsaved editor text is used as given.
-    edited = ws.related("a.md", 2, text="# Alpha\n\nTax returns and receipts due.\n",
+    edited = ws.related_to("a.md", 2, text="# Alpha\n\nTax returns and receipts due.\n",
                         min_score=-1.0)
     assert edited.hits[0].path == "c.md"
 
@@ -722,6 +723,6 @@ def test_relative_modified_filter_uses_wall_clock(tmp_path, write, make_workspac
     write(root, "new.md", "# New\n\nKayaks.\n")
     ws = make_workspace(root, fake_embedder)
     ws.index()
-    assert [h.path for h in ws.search("kayaks modified:>7d", 5)] == ["new.md"]
-    assert [h.path for h in ws.search("kayaks modified:<7d", 5)] == ["old.md"]
-    assert {h.path for h in ws.search("kayaks modified:>2w", 5)} == {"old.md", "new.md"}
+    assert [h.path for h in ws.hits("kayaks modified:>7d", 5)] == ["new.md"]
+    assert [h.path for h in ws.hits("kayaks modified:<7d", 5)] == ["old.md"]
+    assert {h.path for h in ws.hits("kayaks modified:>2w", 5)} == {"old.md", "new.md"}

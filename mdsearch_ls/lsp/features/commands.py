@@ -7,13 +7,13 @@ the CLI's ``--json`` hit fields plus ``uri`` and ``root``, so clients need no LS
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from mdsearch_ls.config import MODES
-from mdsearch_ls.engine.search import Hit, QueryError, structured_filters
+from mdsearch_ls.engine.api import Hit, RelatedRequest, RequestError, SearchRequest
 from mdsearch_ls.lsp.features.symbols import hit_uri, run_in_pool, search_folders
 from mdsearch_ls.lsp.server import FolderIndex, MdSearchServer, uri_to_path
 
@@ -55,71 +55,51 @@ def _folders_for(ls: MdSearchServer, root: Any, name: str) -> list[FolderIndex]:
     return [folder]
 
 
-def _limit(value: Any, default: int, name: str) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 500:
-        raise JsonRpcInvalidParams(f"{name}: 'limit' must be a whole number from 1 to 500")
-    return value
-
-
 def register(server: MdSearchServer) -> None:
     @server.command(SEARCH)
     async def search(ls: MdSearchServer, *args: Any) -> list[dict[str, Any]]:
         usage = ('{"query": string, "limit"?: number, "root"?: string, "mode"?: string, '
                  '"filters"?: {"path"|"tag"|"type"|"modified"|"phrase": string | string[]}}')
         params = _one_object(SEARCH, args, usage)
-        query = params.get("query")
-        if not isinstance(query, str):
-            raise JsonRpcInvalidParams(f"{SEARCH}: 'query' must be a string; expected {usage}")
-        limit = _limit(params.get("limit"), ls.settings.max_results, SEARCH)
-        mode = params.get("mode")
-        if mode is not None and mode not in MODES:
-            raise JsonRpcInvalidParams(f"{SEARCH}: 'mode' must be one of {', '.join(MODES)}")
         folders = _folders_for(ls, params.get("root"), SEARCH)
-        raw_filters = params.get("filters")
-        if raw_filters is not None and not isinstance(raw_filters, dict):
-            raise JsonRpcInvalidParams(f"{SEARCH}: 'filters' must be an object; expected {usage}")
         try:
-            filters = structured_filters(**raw_filters) if raw_filters else None
-        except QueryError as exc:
-            raise JsonRpcInvalidParams(f"{SEARCH}: {exc}") from None
-        if not query.strip() and not (filters and filters.phrases):
-            return []
-        try:
-            found = await run_in_pool(
-                ls,
-                lambda: search_folders(ls, query, limit, mode=mode, folders=folders,
-                                       filters=filters),
+            request = SearchRequest.build(
+                params.get("query"), k=params.get("limit"), mode=params.get("mode"),
+                filters=params.get("filters"), default_k=ls.settings.max_results,
             )
-        except QueryError as exc:
-            raise JsonRpcInvalidParams(str(exc)) from None
+        except RequestError as exc:
+            raise JsonRpcInvalidParams(f"{SEARCH}: {exc}; expected {usage}") from None
+        if request.empty:
+            return []
+        found = await run_in_pool(ls, lambda: search_folders(ls, request, folders=folders))
         return [_hit_json(folder, hit) for folder, hit in found]
 
     @server.command(RELATED)
     async def related(ls: MdSearchServer, *args: Any) -> list[dict[str, Any]]:
         usage = '{"uri": string, "line": number (0-based), "limit"?: number}'
         params = _one_object(RELATED, args, usage)
-        uri, line = params.get("uri"), params.get("line")
+        uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise JsonRpcInvalidParams(f"{RELATED}: 'uri' must be a file URI; expected {usage}")
-        if isinstance(line, bool) or not isinstance(line, int) or line < 0:
-            raise JsonRpcInvalidParams(f"{RELATED}: 'line' must be a 0-based line number")
-        limit = _limit(params.get("limit"), ls.settings.hover_max_results, RELATED)
+        doc = ls.workspace.text_documents.get(uri)
+        try:
+            request = RelatedRequest.build(
+                uri, params.get("line"), text=doc.source if doc is not None else None,
+                k=params.get("limit", ls.settings.hover_max_results), min_score=-1.0,
+            )
+        except RequestError as exc:
+            raise JsonRpcInvalidParams(f"{RELATED}: {exc}") from None
         found = ls.rel_for(uri)
         if found is None:
             raise JsonRpcInvalidParams(f"{RELATED}: {uri} is not inside a workspace folder")
         folder, rel = found
+        request = dataclasses.replace(request, path=rel)
         ws = folder.ws
         if ws is None:
             return []
-        doc = ls.workspace.text_documents.get(uri)
-        text = doc.source if doc is not None else None
-        if text is None and not (folder.root / rel).is_file():
+        if request.text is None and not (folder.root / rel).is_file():
             raise JsonRpcInvalidParams(f"{RELATED}: {uri} does not exist")
-        result = await run_in_pool(
-            ls, lambda: ws.related(rel, line, text=text, k=limit, min_score=-1.0)
-        )
+        result = await run_in_pool(ls, lambda: ws.related(request))
         return [_hit_json(folder, hit) for hit in result.hits]
 
     @server.command(REINDEX)

@@ -11,7 +11,7 @@ import logging
 
 from lsprotocol import types
 
-from mdsearch_ls.engine.search import Hit
+from mdsearch_ls.engine.api import Hit, RelatedRequest
 from mdsearch_ls.lsp.features.symbols import hit_uri, run_in_pool
 from mdsearch_ls.lsp.server import FolderIndex, MdSearchServer
 
@@ -28,7 +28,7 @@ def render_related(folder: FolderIndex, hits: list[Hit]) -> str:
     for hit in hits:
         link = f"{hit_uri(folder, hit)}#L{hit.start_line + 1}"
         lines.append(
-            f"- [{_escape(hit.title)}]({link}) · `{hit.path}` · {hit.score:.2f}  "
+            f"- [{_escape(hit.title)}]({link}) · `{hit.path}` · {(hit.score or 0.0):.2f}  "
         )
         lines.append(f"  {_escape(hit.breadcrumb)}  ")
         if hit.snippet:
@@ -54,7 +54,8 @@ def register(server: MdSearchServer) -> None:
             text = doc.source
         except Exception:
             text = None
-        result = await run_in_pool(ls, lambda: ws.related(rel, params.position.line, text=text))
+        request = RelatedRequest(rel, params.position.line, text=text)
+        result = await run_in_pool(ls, lambda: ws.related(request))
         if not result.hits:
             return None
         return types.Hover(

@@ -16,7 +16,7 @@ from typing import Any
 from lsprotocol import types
 
 from mdsearch_ls.config import Settings, settings_from_client
-from mdsearch_ls.engine.embedder import ModelLoadError, SentenceTransformerEmbedder
+from mdsearch_ls.engine.api import ModelLoadError, create_embedder
 from mdsearch_ls.lsp.progress import IndexProgress
 from mdsearch_ls.lsp.server import (
     STATE_ERROR,
@@ -66,14 +66,13 @@ def apply_settings(ls: MdSearchServer, options: Any, *, initial: bool = False) -
     ls.settings = new
     changed = any(getattr(old, f) != getattr(new, f) for f in _INDEX_FIELDS)
     if old.model != new.model:
-        ls.embedder = SentenceTransformerEmbedder(new.model)
+        ls.embedder = create_embedder(new)
         ls.model_state = "not-loaded"
     if not changed:
         for folder in ls.folders.values():
             if folder.ws is not None:
                 # Search-only settings apply to open indexes at once.
-                folder.ws.settings = new
-                folder.ws.searcher.per_file = new.per_file
+                folder.ws.apply_settings(new)
     return changed
 
 

@@ -15,8 +15,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from mdsearch_ls.engine import chunking
-from mdsearch_ls.engine.search import Filters, Hit, QueryError
+from mdsearch_ls.engine.api import Hit, RequestError, SearchRequest, outline
 from mdsearch_ls.lsp.server import FolderIndex, MdSearchServer, path_to_uri
 
 log = logging.getLogger(__name__)
@@ -24,23 +23,21 @@ log = logging.getLogger(__name__)
 
 def search_folders(
     ls: MdSearchServer,
-    query: str,
-    limit: int,
+    request: SearchRequest,
     *,
-    mode: str | None = None,
     folders: list[FolderIndex] | None = None,
-    filters: Filters | None = None,
 ) -> list[tuple[FolderIndex, Hit]]:
     """Search every (or the given) folder and merge by score; runs on a pool thread."""
     merged: list[tuple[FolderIndex, Hit]] = []
-    for folder in folders if folders is not None else list(ls.folders.values()):
+    chosen = folders if folders is not None else list(ls.folders.values())
+    for folder in chosen:
         ws = folder.ws
         if ws is None:
             continue
-        merged.extend((folder, h) for h in ws.search(query, limit, mode=mode, filters=filters))
-    if len(folders if folders is not None else ls.folders) > 1:
-        merged.sort(key=lambda fh: -fh[1].score)
-    return merged[:limit]
+        merged.extend((folder, h) for h in ws.search(request).hits)
+    if len(chosen) > 1:
+        merged.sort(key=lambda fh: -(fh[1].score or 0.0))
+    return merged[: request.k]
 
 
 def hit_uri(folder: FolderIndex, hit: Hit) -> str:
@@ -68,7 +65,7 @@ def _outline_symbols(text: str) -> list[types.DocumentSymbol]:
 
     roots: list[types.DocumentSymbol] = []
     stack: list[tuple[int, types.DocumentSymbol]] = []
-    for h in chunking.outline(text):
+    for h in outline(text):
         end = min(h.end_line, len(lines) - 1)
         sym = types.DocumentSymbol(
             name=h.title or "(untitled)",
@@ -113,13 +110,13 @@ def register(server: MdSearchServer) -> None:
     async def workspace_symbol(
         ls: MdSearchServer, params: types.WorkspaceSymbolParams
     ) -> list[types.WorkspaceSymbol]:
-        query = params.query.strip()
-        if not query:
-            return []
         try:
-            found = await run_in_pool(ls, search_folders, ls, query, ls.settings.max_results)
-        except QueryError as exc:
+            request = SearchRequest.build(params.query, default_k=ls.settings.max_results)
+        except RequestError as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
+        if request.empty:
+            return []
+        found = await run_in_pool(ls, search_folders, ls, request)
         return [
             types.WorkspaceSymbol(
                 name=hit.title,

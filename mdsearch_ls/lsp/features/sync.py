@@ -11,7 +11,7 @@ import logging
 
 from lsprotocol import types
 
-from mdsearch_ls.engine.sources import MARKDOWN_SUFFIXES
+from mdsearch_ls.engine.api import MARKDOWN_SUFFIXES
 from mdsearch_ls.lsp.server import MdSearchServer, uri_to_path
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,8 @@ def rescan(ls: MdSearchServer, uri: str) -> None:
     folder = ls.folder_for(uri)
     if folder is None:
         return
-    if folder.ws is not None and folder.ws.indexer is not None:
-        folder.ws.indexer.filter.refresh()
+    if folder.ws is not None and not folder.ws.read_only:
+        folder.submit(folder.ws.refresh_ignores)
     start_folder(ls, folder)
 
 
@@ -70,7 +70,7 @@ def register(server: MdSearchServer) -> None:
         folder, rel = found
         ws = folder.ws
         # Only notes the index does not know yet; a known one is refreshed on save.
-        if ws is not None and ws.manifest.file(rel) is None and folder.state == "ready":
+        if ws is not None and not ws.is_indexed(rel) and folder.state == "ready":
             folder.queue(rel, "update")
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))

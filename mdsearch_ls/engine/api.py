@@ -1,0 +1,94 @@
+"""The engine's public seam: everything a front end may use, and nothing else.
+
+The CLI, the language server and the MCP server import from here only (a test checks it), so the
+engine can move its insides without touching them, and a new front end (an HTTP endpoint, an
+Obsidian bridge) is a small file over these names:
+
+* open an index: :meth:`Workspace.open` (``write`` | ``read`` | ``read-if-locked``), or keep one
+  fresh from a long-running process with :class:`IndexedFolder`;
+* ask it things: :class:`SearchRequest` / :class:`RelatedRequest`, validated when built, answered
+  with :class:`SearchResult` (hits, notes, :class:`IndexState`) / :class:`Related`;
+* make the model: :func:`create_embedder` (one per process; folders share it);
+* understand failures: the exceptions of :mod:`mdsearch_ls.engine.errors`, whose messages are
+  written for people.
+"""
+
+from __future__ import annotations
+
+from mdsearch_ls.engine.chunking import Heading, outline
+from mdsearch_ls.engine.embedder import Embedder, ModelLoadError, SentenceTransformerEmbedder
+from mdsearch_ls.engine.errors import (
+    IndexLockedError,
+    IndexOpenError,
+    IndexReadOnlyError,
+    MdsearchError,
+    NotIndexedError,
+    RequestError,
+)
+from mdsearch_ls.engine.folder import (
+    STATE_ERROR,
+    STATE_INDEXING,
+    STATE_LOADING,
+    STATE_READY,
+    STATE_STARTING,
+    IndexedFolder,
+    load_in_background,
+)
+from mdsearch_ls.engine.indexer import IndexReport
+from mdsearch_ls.engine.requests import MAX_LIMIT, RelatedRequest, SearchRequest
+from mdsearch_ls.engine.search import Hit, QueryError
+from mdsearch_ls.engine.sources import MARKDOWN_SUFFIXES
+from mdsearch_ls.engine.workspace import (
+    IndexState,
+    OpenMode,
+    Related,
+    SearchResult,
+    Workspace,
+    default_index_dir,
+)
+
+
+def create_embedder(settings: object) -> Embedder:
+    """The embedder the settings ask for; load it with ``.load()`` (slow) or on first use."""
+    return SentenceTransformerEmbedder(getattr(settings, "model", None))
+
+
+def is_markdown(path: str) -> bool:
+    """Whether a file name is a note mdsearch indexes (by its suffix)."""
+    return path.lower().endswith(MARKDOWN_SUFFIXES)
+
+
+__all__ = [
+    "MARKDOWN_SUFFIXES",
+    "MAX_LIMIT",
+    "STATE_ERROR",
+    "STATE_INDEXING",
+    "STATE_LOADING",
+    "STATE_READY",
+    "STATE_STARTING",
+    "Embedder",
+    "Heading",
+    "Hit",
+    "IndexLockedError",
+    "IndexOpenError",
+    "IndexReadOnlyError",
+    "IndexReport",
+    "IndexState",
+    "IndexedFolder",
+    "MdsearchError",
+    "ModelLoadError",
+    "NotIndexedError",
+    "OpenMode",
+    "QueryError",
+    "Related",
+    "RelatedRequest",
+    "RequestError",
+    "SearchRequest",
+    "SearchResult",
+    "Workspace",
+    "create_embedder",
+    "default_index_dir",
+    "is_markdown",
+    "load_in_background",
+    "outline",
+]

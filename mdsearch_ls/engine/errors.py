@@ -1,0 +1,56 @@
+"""The engine's exceptions: precise types whose message is written for a person.
+
+The core raises these; each front end turns them into its own form (a CLI message and exit code,
+an LSP error response or ``window/showMessage``, an MCP tool error) by their type alone, so the
+same failure reads the same everywhere and no front end parses a message.
+"""
+
+from __future__ import annotations
+
+
+class MdsearchError(Exception):
+    """Base of every error the engine means a person to read."""
+
+
+class RequestError(MdsearchError, ValueError):
+    """A request that cannot be run as given (bad limit, mode, filter, query); ``field`` names the
+    part of the request at fault so a protocol can point at it."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class IndexLockedError(MdsearchError):
+    """Another process writes this index. Two writers would hang or corrupt Chroma."""
+
+    def __init__(self, message: str, holder: str | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+    @property
+    def holder_text(self) -> str:
+        """`` (process 123)`` when the holder's pid is known, else empty."""
+        return f" (process {self.holder})" if self.holder else ""
+
+
+class IndexReadOnlyError(MdsearchError):
+    """A write was asked of a workspace opened read-only (another process is its writer)."""
+
+
+class NotIndexedError(MdsearchError):
+    """A read was asked of a folder that has no index yet; reads never create one."""
+
+
+class IndexOpenError(MdsearchError):
+    """The index exists but cannot be used (damaged, another version); it can be rebuilt."""
+
+
+__all__ = [
+    "IndexLockedError",
+    "IndexOpenError",
+    "IndexReadOnlyError",
+    "MdsearchError",
+    "NotIndexedError",
+    "RequestError",
+]

@@ -1,0 +1,161 @@
+"""The engine's seam: how front ends open an index and what they may import.
+
+Front ends (the CLI, ``lsp/``, the MCP server) talk to the engine through
+``mdsearch_ls.engine.api`` only; the open modes decide who may write, and a read never creates,
+prunes or repairs anything.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.api import (
+    IndexLockedError,
+    NotIndexedError,
+    RelatedRequest,
+    RequestError,
+    SearchRequest,
+    Workspace,
+)
+
+PACKAGE = Path(__file__).resolve().parents[2] / "mdsearch_ls"
+FRONT_ENDS = [PACKAGE / "cli.py", PACKAGE / "mcp.py", *sorted((PACKAGE / "lsp").rglob("*.py"))]
+ALLOWED = {"mdsearch_ls.engine.api", "mdsearch_ls.engine.errors"}
+INTERNALS = ("indexer", "manifest", "store", "searcher", "_lock", "_writer", "_filter")
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text("utf-8"))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+            names.extend(f"{node.module}.{a.name}" for a in node.names
+                         if node.module == "mdsearch_ls.engine")
+        elif isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+    return names
+
+
+@pytest.mark.parametrize("path", [p for p in FRONT_ENDS if p.exists()], ids=lambda p: p.name)
+def test_front_ends_import_only_the_seam(path: Path) -> None:
+    engine = [m for m in _imports(path) if m.startswith("mdsearch_ls.engine")]
+    assert set(engine) <= ALLOWED, f"{path.name} reaches past the seam: {sorted(set(engine))}"
+
+
+@pytest.mark.parametrize("path", [p for p in FRONT_ENDS if p.exists()], ids=lambda p: p.name)
+def test_front_ends_touch_no_engine_internals(path: Path) -> None:
+    tree = ast.parse(path.read_text("utf-8"))
+    reached = sorted({n.attr for n in ast.walk(tree)
+                      if isinstance(n, ast.Attribute) and n.attr in INTERNALS
+                      and not (isinstance(n.value, ast.Name) and n.value.id == "self")})
+    assert not reached, f"{path.name} uses engine internals: {reached}"
+
+
+def _vault(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# Apples\n\nApples grow in orchards.\n", "utf-8")
+    (root / "b.md").write_text("# Boats\n\nBoats sail on the sea.\n", "utf-8")
+    return root
+
+
+def test_read_open_of_an_unindexed_folder_creates_nothing(tmp_path, fake_embedder) -> None:
+    root = _vault(tmp_path)
+    index = tmp_path / "index"
+    with pytest.raises(NotIndexedError, match="mdsearch index"):
+        Workspace.open(root, Settings(), "read", embedder=fake_embedder, index_dir=index)
+    assert not index.exists()
+
+
+def test_read_if_locked_writes_when_free_and_reads_when_locked(tmp_path, fake_embedder) -> None:
+    root = _vault(tmp_path)
+    index = tmp_path / "index"
+    with Workspace.open(root, Settings(), "read-if-locked", embedder=fake_embedder,
+                        index_dir=index) as first:
+        assert not first.read_only and first.read_only_reason is None
+        first.index()
+        with pytest.raises(IndexLockedError):
+            Workspace.open(root, Settings(), "write", embedder=fake_embedder, index_dir=index)
+        with Workspace.open(root, Settings(), "read-if-locked", embedder=fake_embedder,
+                            index_dir=index) as second:
+            assert second.read_only
+            assert "in use by another mdsearch process" in (second.read_only_reason or "")
+            assert [h.path for h in second.hits("apples orchard", 1)] == ["a.md"]
+            assert second.index_state().state == "ready"
+
+
+def test_index_state_tells_building_from_interrupted(tmp_path, fake_embedder) -> None:
+    root = _vault(tmp_path)
+    index = tmp_path / "index"
+    with Workspace.open(root, Settings(), "write", embedder=fake_embedder,
+                        index_dir=index) as ws:
+        assert ws.index_state().state == "empty"
+        seen: list[str] = []
+        ws.index(progress=lambda done, total, chunks: seen.append(ws.index_state().state))
+        assert seen and set(seen) == {"building"}
+        assert ws.index_state().state == "ready"
+        ws.index(cancel=lambda: True)  # stops before the end
+        assert ws.index_state().state in ("ready", "interrupted")
+    # A run that never finished, whose writer is gone: readers say so.
+    with Workspace.open(root, Settings(), "write", embedder=fake_embedder, index_dir=index) as ws:
+        ws._record_state("building", 1, 2)
+    with Workspace.open(root, Settings(), "read", embedder=fake_embedder, index_dir=index) as r:
+        state = r.index_state()
+        assert (state.state, state.files_done, state.files_total) == ("interrupted", 1, 2)
+
+
+def test_search_settings_apply_at_once_index_settings_do_not(tmp_path, fake_embedder) -> None:
+    root = _vault(tmp_path)
+    with Workspace.open(root, Settings(), "write", embedder=fake_embedder,
+                        index_dir=tmp_path / "index") as ws:
+        ws.index()
+        assert ws.apply_settings(Settings(max_results=1, per_file=1))
+        assert len(ws.hits("sea orchards")) == 1
+        assert not ws.apply_settings(Settings(chunk_size=500))
+        assert ws.settings.chunk_size == 1000
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"query": 5}, "query"),
+        ({"query": "x", "k": 0}, "limit"),
+        ({"query": "x", "k": "3"}, "limit"),
+        ({"query": "x", "mode": "fuzzy"}, "mode"),
+        ({"query": "x", "filters": {"tag": 5}}, "filters.tag"),
+        ({"query": "x", "filters": ["tag"]}, "filters"),
+        ({"query": "x", "filters": {"colour": "red"}}, "filters"),
+        ({"query": "x", "min_score": 3}, "min_score"),
+        ({"query": "x nope:1"}, "query"),
+        ({"query": "x" * 10_001}, "query"),
+    ],
+)
+def test_search_requests_are_validated_naming_the_field(kwargs, field) -> None:
+    query = kwargs.pop("query")
+    with pytest.raises(RequestError) as info:
+        SearchRequest.build(query, **kwargs)
+    assert info.value.field == field
+
+
+def test_related_requests_are_validated() -> None:
+    with pytest.raises(RequestError, match="line"):
+        RelatedRequest.build("a.md", -1)
+    with pytest.raises(RequestError, match="path"):
+        RelatedRequest.build("", 0)
+    assert RelatedRequest.build("a.md", 3, k=2).k == 2
+
+
+def test_related_refuses_a_path_outside_the_root(tmp_path, fake_embedder) -> None:
+    root = _vault(tmp_path)
+    (tmp_path / "outside.md").write_text("# Out\n\nApples.\n", "utf-8")
+    with Workspace.open(root, Settings(), "write", embedder=fake_embedder,
+                        index_dir=tmp_path / "index") as ws:
+        ws.index()
+        with pytest.raises(RequestError, match="not a note inside"):
+            ws.related(RelatedRequest.build(str(tmp_path / "outside.md"), 0))
+        assert ws.related(RelatedRequest.build(str(root / "a.md"), 0)).section is not None
