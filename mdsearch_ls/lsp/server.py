@@ -37,6 +37,7 @@ from mdsearch_ls.engine.api import (
     create_embedder,
 )
 from mdsearch_ls.logs import configure_logging
+from mdsearch_ls.lsp import protocol
 
 log = logging.getLogger("mdsearch_ls.lsp")
 
@@ -221,7 +222,8 @@ class MdSearchServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__(
-            "mdsearch", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full
+            "mdsearch", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full,
+            protocol_cls=protocol.MdSearchProtocol,
         )
         self.settings = Settings()
         self.init_settings = Settings()  # defaults + initializationOptions
@@ -331,14 +333,8 @@ class MdSearchServer(LanguageServer):
         self.call_threadsafe(send)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """Log instead of popping up: a bad request already gets its error response, so it is
-        only worth a line in the log; anything else is a real server error."""
-        from pygls.exceptions import JsonRpcInvalidParams
-
-        if isinstance(error, JsonRpcInvalidParams):
-            log.info("rejected request: %s", error)
-        else:
-            log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        """Log instead of popping up; an unreadable message is answered (see lsp/protocol.py)."""
+        protocol.report_server_error(self, error, source)
 
 
 class _ClientLogHandler(logging.Handler):

@@ -1,0 +1,605 @@
+"""The JSON-RPC layer under the handlers: every request gets an answer, whatever it carries.
+
+pygls 2.1 turns each message into lsprotocol types inside ``json.loads``' object hook. When the
+params do not fit (``null``, ``[]``, a string where a line number goes) it logs "Unable to
+deserialize message" and drops the message, so the client's request waits forever. It also
+answers requests before ``initialize``, drops everything after ``shutdown`` without a word, and
+puts a Python traceback (with this machine's paths) in ``error.data`` of an internal error.
+
+:class:`MdSearchProtocol` keeps the object hook from structuring anything and does the
+structuring itself in :meth:`~MdSearchProtocol.handle_message`, where it knows the message's id
+and method. That is where the lifecycle and the params are checked, one place for every
+request, so no handler has to defend against a message pygls could not read:
+
+* params that do not fit the method's lsprotocol type: -32602 InvalidParams, naming the field
+  ("textDocument/hover: params.position.line: expected a non-negative integer, got 'x'");
+* a request before ``initialize`` has been answered: -32002 ServerNotInitialized; a
+  notification then is dropped, except ``exit`` (LSP 3.17, "Server lifecycle");
+* a request after ``shutdown``: -32600 InvalidRequest; ``exit`` still exits;
+* an exception inside a handler: -32603 with the exception's one-line text; the traceback goes
+  to the log (stderr), never to the client;
+* a message that is not a JSON-RPC 2.0 request, notification or response: -32600 (id ``null``
+  when it has no usable id), and a body that is not JSON: -32700 with id ``null``;
+* a malformed notification: one log line, no answer (there is nobody to answer).
+
+Unknown methods still answer -32601 MethodNotFound and unknown ``$/`` notifications are ignored,
+as pygls does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import enum
+import inspect
+import json
+import logging
+import re
+import types as pytypes
+import typing
+from concurrent.futures import Future
+from typing import Any
+
+import attrs
+from cattrs.errors import AttributeValidationNote, IterableValidationNote
+from lsprotocol import types, validators
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcRequestCancelled,
+)
+from pygls.protocol.json_rpc import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    MsgId,
+)
+from pygls.protocol.language_server import LanguageServerProtocol
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_NOT_INITIALIZED = -32002
+
+MAX_MESSAGE = 500  # characters of an error message sent to the client
+MAX_PROBLEMS = 3  # fields named in one InvalidParams message
+
+_MISSING = object()
+_NONE_TYPE = type(None)
+# lsprotocol's integer validators raise from the class's __init__, after cattrs has left the
+# attribute, so the attribute is only in their text: "Position.line should be in range
+# [0:2147483647], but was -1."
+_RANGE_ERROR = re.compile(
+    r"^\w+\.(?P<attr>\w+) should be in range \[(?P<lo>-?\d+):(?P<hi>-?\d+)\], but was .*\.$"
+)
+
+
+class _Rejected(Exception):
+    """A message refused before dispatch: answered with ``code`` when it has an id."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _valid_id(value: Any) -> bool:
+    """LSP ids are integers or strings (JSON-RPC's ``null`` id is for errors only)."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def _one_line(text: str, limit: int = MAX_MESSAGE) -> str:
+    first = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _exception_text(exc: BaseException) -> str:
+    """"ValueError: bad thing": what went wrong, without a traceback or a note."""
+    text = _one_line(str(exc))
+    name = type(exc).__name__
+    return _one_line(f"{name}: {text}" if text else name)
+
+
+# ---- naming what a field should have been ---------------------------------------------------
+
+
+def _json_name(attr_name: str) -> str:
+    """The JSON key of an lsprotocol attribute (lsprotocol's own camelCase rename)."""
+    name = attr_name[:-1] if attr_name.endswith("_") else attr_name
+    first, *rest = name.split("_")
+    return first + "".join(p.title() for p in rest)
+
+
+def _validators_of(field: attrs.Attribute | None) -> list[Any]:
+    out: list[Any] = []
+    todo = [field.validator] if field is not None and field.validator is not None else []
+    while todo:
+        v = todo.pop()
+        out.append(v)
+        todo.extend(getattr(v, "_validators", ()) or ())
+        inner = getattr(v, "validator", None)
+        if inner is not None:
+            todo.append(inner)
+    return out
+
+
+def _int_range(field: attrs.Attribute | None) -> tuple[int, int] | None:
+    found = _validators_of(field)
+    if validators.uinteger_validator in found:
+        return validators.UINTEGER_MIN_VALUE, validators.UINTEGER_MAX_VALUE
+    if validators.integer_validator in found:
+        return validators.INTEGER_MIN_VALUE, validators.INTEGER_MAX_VALUE
+    return None
+
+
+def _range_text(lo: int, hi: int) -> str:
+    if lo == 0:
+        return f"a non-negative integer up to {hi}"
+    return f"an integer from {lo} to {hi}"
+
+
+def _expected(tp: Any, field: attrs.Attribute | None = None) -> str:
+    """A reader's name for a type: "a string", "an object", "a non-negative integer"."""
+    if tp is int:
+        bounds = _int_range(field)
+        return _range_text(*bounds) if bounds else "an integer"
+    if tp is str:
+        return "a string"
+    if tp is bool:
+        return "true or false"
+    if tp is float:
+        return "a number"
+    if tp is _NONE_TYPE or tp is None:
+        return "null"
+    if tp is Any:
+        return "a value"
+    if isinstance(tp, type) and attrs.has(tp):
+        return "an object"
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        values = [json.dumps(m.value) for m in tp]
+        return "one of " + ", ".join(values[:8]) + (", …" if len(values) > 8 else "")
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Union or origin is pytypes.UnionType:
+        parts: list[str] = []
+        for arg in args:
+            if arg is _NONE_TYPE:
+                continue
+            text = _expected(arg, field)
+            if text not in parts:
+                parts.append(text)
+        if _NONE_TYPE in args:
+            parts.append("null")
+        return " or ".join(parts)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(json.dumps(a) for a in args)
+    if origin in (list, tuple, set, frozenset, collections.abc.Sequence,
+                  collections.abc.MutableSequence, collections.abc.Set):
+        return "an array"
+    if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
+        return "an object"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _got(value: Any) -> str:
+    if value is _MISSING:
+        return "nothing"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:39] + "…")
+    if isinstance(value, int | float):
+        text = json.dumps(value)
+        return text if len(text) <= 40 else text[:39] + "…"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
+def _dotted(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out or "message"
+
+
+def _sub_exceptions(exc: BaseException) -> tuple[BaseException, ...] | None:
+    """The parts of an exception group (cattrs' errors are groups; 3.10 has the backport)."""
+    subs = getattr(exc, "exceptions", None)
+    if isinstance(subs, tuple | list) and all(isinstance(e, BaseException) for e in subs):
+        return tuple(subs)
+    return None
+
+
+def _problems(
+    exc: BaseException,
+    path: tuple[str | int, ...],
+    raw: Any,
+    tp: Any,
+    field: attrs.Attribute | None = None,
+) -> collections.abc.Iterator[str]:
+    """What is wrong where, from cattrs' nested errors and the raw JSON they came from.
+
+    cattrs says which attribute failed in notes on each sub-exception; the value the client
+    sent is looked up along the same path, so the message can say what it got.
+    """
+    subs = _sub_exceptions(exc)
+    if subs is None:
+        yield f"{_dotted(path)}: expected {_expected(tp, field)}, got {_got(raw)}"
+        return
+    if isinstance(tp, type) and attrs.has(tp) and not isinstance(raw, dict):
+        # Every attribute failed because the value is not an object at all: say that once.
+        yield f"{_dotted(path)}: expected an object, got {_got(raw)}"
+        return
+    fields = attrs.fields_dict(tp) if isinstance(tp, type) and attrs.has(tp) else {}
+    for sub in subs:
+        notes = getattr(sub, "__notes__", ())
+        attr_note = next((n for n in notes if isinstance(n, AttributeValidationNote)), None)
+        item_note = next((n for n in notes if isinstance(n, IterableValidationNote)), None)
+        if attr_note is not None:
+            key = _json_name(attr_note.name)
+            child = raw.get(key, _MISSING) if isinstance(raw, dict) else _MISSING
+            sub_field = fields.get(attr_note.name)
+            if child is _MISSING and isinstance(sub, KeyError):
+                yield (f"{_dotted((*path, key))}: missing "
+                       f"(expected {_expected(attr_note.type, sub_field)})")
+                continue
+            yield from _problems(sub, (*path, key), child, attr_note.type, sub_field)
+        elif item_note is not None:
+            index = item_note.index
+            in_list = isinstance(raw, list) and isinstance(index, int) and 0 <= index < len(raw)
+            in_dict = isinstance(raw, dict) and index in raw
+            child = raw[index] if in_list or in_dict else _MISSING
+            yield from _problems(sub, (*path, index), child, item_note.type)
+        elif m := _RANGE_ERROR.match(_one_line(str(sub))):
+            key = _json_name(m["attr"])
+            child = raw.get(key, _MISSING) if isinstance(raw, dict) else _MISSING
+            yield (f"{_dotted((*path, key))}: expected {_range_text(int(m['lo']), int(m['hi']))}"
+                   f", got {_got(child)}")
+        elif _sub_exceptions(sub) is not None:
+            yield from _problems(sub, path, raw, tp, field)
+        else:
+            yield f"{_dotted(path)}: {_one_line(str(sub)) or type(sub).__name__}"
+
+
+def describe_params_error(method: str, exc: BaseException, message: dict[str, Any],
+                          message_type: Any) -> str:
+    """One line naming every field (up to three) that kept ``message`` from its type."""
+    found: list[str] = []
+    for problem in _problems(exc, (), message, message_type):
+        if problem not in found:
+            found.append(problem)
+    if not found:
+        found.append(f"params: {_exception_text(exc)}")
+    text = "; ".join(found[:MAX_PROBLEMS])
+    if len(found) > MAX_PROBLEMS:
+        text += f" (and {len(found) - MAX_PROBLEMS} more)"
+    return _one_line(f"{method}: {text}")
+
+
+# ---- the protocol -----------------------------------------------------------------------------
+
+
+class MdSearchProtocol(LanguageServerProtocol):
+    """pygls' LSP protocol, checked at the door: see the module docstring for the rules."""
+
+    def __init__(self, server: Any, converter: Any) -> None:
+        super().__init__(server, converter)
+        self._init_state = "new"  # "new" -> "pending" (initialize running) -> "done"
+        self._initialize_id: MsgId | None = None
+        self._shutdown_requested = False
+        self._methods: dict[MsgId, str] = {}  # in-flight request id -> method, for the log
+        self._writes: set[asyncio.Future[Any]] = set()  # pending writes of an async writer
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """The ``json.loads`` object hook: keep every object raw.
+
+        pygls structures here, where a failure has no id to answer and a nested object that
+        happens to carry a "jsonrpc" key is mistaken for a message; :meth:`handle_message`
+        structures the whole message instead.
+        """
+        return data
+
+    def handle_message(self, message: Any) -> None:  # type: ignore[override]
+        """Check one decoded message and hand it to pygls, or answer it here."""
+        msg_id: MsgId | None = None
+        answerable = False
+        try:
+            if not isinstance(message, dict):
+                kind = "an array (batch)" if isinstance(message, list) else _got(message)
+                answerable = True  # with id null: the sender cannot match it, but sees it
+                raise _Rejected(
+                    INVALID_REQUEST,
+                    f"a message must be a JSON-RPC object, got {kind}; batches are not supported",
+                )
+            has_id = "id" in message
+            if has_id and _valid_id(message["id"]):
+                msg_id = message["id"]
+            if "method" not in message and has_id and ("result" in message or "error" in message):
+                if message.get("jsonrpc") != self.VERSION:
+                    raise _Rejected(INVALID_REQUEST, 'a response without "jsonrpc": "2.0"')
+                self._receive_response(message)
+                return
+            answerable = has_id
+            if message.get("jsonrpc") != self.VERSION:
+                raise _Rejected(INVALID_REQUEST, 'a message must have "jsonrpc": "2.0"')
+            if "method" not in message:
+                raise _Rejected(
+                    INVALID_REQUEST, "a message must have a method (or be a response)"
+                )
+            method = message["method"]
+            if not isinstance(method, str):
+                raise _Rejected(INVALID_REQUEST,
+                                    f"method: expected a string, got {_got(method)}")
+            if has_id and msg_id is None:
+                raise _Rejected(
+                    INVALID_REQUEST,
+                    f"{method}: id: expected an integer or a string, got {_got(message['id'])}",
+                )
+            if has_id:
+                self._receive_request(msg_id, method, message)
+            else:
+                answerable = False
+                self._receive_notification(method, message)
+        except _Rejected as err:
+            if answerable:
+                log.info("rejected message (id %s): %s", msg_id, err.message)
+                self._send_error(msg_id, err.code, err.message)
+            else:
+                log.warning("ignored message: %s", err.message)
+        except Exception as exc:
+            # A bug of ours before the handler ran: still an answer, and the traceback in the log.
+            log.error("could not handle message %s", _one_line(repr(message), 200), exc_info=exc)
+            if answerable:
+                self._send_error(msg_id, INTERNAL_ERROR, _exception_text(exc))
+
+    def _receive_request(self, msg_id: MsgId, method: str, message: dict[str, Any]) -> None:
+        if method == types.INITIALIZE:
+            if self._init_state != "new":
+                raise _Rejected(INVALID_REQUEST, "initialize may only be sent once")
+        elif self._init_state != "done":
+            raise _Rejected(
+                SERVER_NOT_INITIALIZED,
+                f"{method}: the server is not initialized; send 'initialize' first",
+            )
+        if self._shutdown_requested:
+            raise _Rejected(
+                INVALID_REQUEST, f"{method}: the server is shutting down; only 'exit' is accepted"
+            )
+        if self._is_known(method):
+            message_type = self.get_message_type(method)
+            if _is_notification_type(message_type):
+                raise _Rejected(
+                    INVALID_REQUEST, f"{method} is a notification: send it without an id"
+                )
+            structured = self._structure(method, message, JsonRPCRequestMessage)
+            if structured is None:
+                return
+        else:
+            # pygls answers MethodNotFound; the params of a method nobody handles do not matter.
+            structured = JsonRPCRequestMessage(
+                id=msg_id, method=method, jsonrpc=self.VERSION, params=message.get("params")
+            )
+        if method == types.INITIALIZE:
+            self._init_state = "pending"
+            self._initialize_id = msg_id
+        elif method == types.SHUTDOWN:
+            # From here on only exit counts, even while the shutdown handler still runs.
+            self._shutdown_requested = True
+        self._methods[msg_id] = method
+        super().handle_message(structured)
+
+    def _receive_notification(self, method: str, message: dict[str, Any]) -> None:
+        if method == types.EXIT:
+            # Whatever its params, exit exits.
+            super().handle_message(types.ExitNotification())
+            return
+        if self._init_state != "done" or self._shutdown_requested:
+            when = "after shutdown" if self._shutdown_requested else "before initialize"
+            log.info("dropped notification %s %s", method, when)
+            return
+        structured = self._structure(method, message, JsonRPCNotification)
+        if structured is not None:
+            super().handle_message(structured)
+
+    def _is_known(self, method: str) -> bool:
+        return method in self.fm.builtin_features or method in self.fm.features
+
+    def _structure(self, method: str, message: dict[str, Any], fallback: type) -> Any | None:
+        """The message as its lsprotocol type; None (after answering or logging) if it does
+        not fit."""
+        message_type = self.get_message_type(method) or fallback
+        data = message
+        if _params_are_void(message_type):
+            # shutdown/exit take no params; some clients send {} or [] anyway.
+            data = {k: v for k, v in message.items() if k != "params"}
+        elif message_type is fallback and "params" not in message:
+            # JSON-RPC params are optional; pygls' generic message types still want the key.
+            data = {**message, "params": None}
+        try:
+            return self._converter.structure(data, message_type)
+        except Exception as exc:
+            text = describe_params_error(method, exc, data, message_type)
+            if "id" in message:
+                log.info("rejected request %s (id %s): %s", method, message["id"], text)
+                self._send_error(message["id"], INVALID_PARAMS, text)
+            else:
+                log.warning("ignored notification: %s", text)
+            return None
+
+    def _receive_response(self, message: dict[str, Any]) -> None:
+        """A client's answer to one of our requests; a malformed one fails that request at
+        once instead of leaving it waiting."""
+        msg_id = message["id"]
+        if "error" in message:
+            response_type: Any = types.ResponseErrorMessage
+        else:
+            response_type = self._result_types.pop(msg_id, None) or JsonRPCResponseMessage
+        try:
+            structured = self._converter.structure(message, response_type)
+        except Exception as exc:
+            text = describe_params_error("response", exc, message, response_type)
+            log.warning("malformed response from the client (id %s): %s", msg_id, text)
+            self._handle_response(
+                msg_id, None, types.ResponseError(code=INVALID_PARAMS, message=text)
+            )
+            return
+        super().handle_message(structured)
+
+    # -- answering -------------------------------------------------------------------------
+
+    def _send_error(self, msg_id: MsgId | None, code: int, message: str) -> None:
+        if msg_id is None:
+            # lsprotocol leaves a None id out; JSON-RPC wants "id": null.
+            self._send_data({"jsonrpc": self.VERSION, "id": None,
+                             "error": {"code": code, "message": _one_line(message)}})
+        else:
+            self._send_response(msg_id, error=types.ResponseError(code=code,
+                                                                  message=_one_line(message)))
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: MsgId) -> None:
+        """A handler finished: its result, or its error without a traceback.
+
+        An error a handler raises on purpose (InvalidParams and friends) is an answer, worth one
+        log line; anything else is our bug: -32603 with its one-line text, traceback to the log.
+        """
+        self._request_futures.pop(msg_id, None)
+        method = self._methods.get(msg_id, "request")
+        if future.cancelled():
+            self._send_error(msg_id, JsonRpcRequestCancelled.CODE,
+                             f'Request with id "{msg_id}" is canceled')
+            return
+        exc = future.exception()
+        if exc is None:
+            self._send_response(msg_id, result=future.result())
+        elif isinstance(exc, JsonRpcException) and not isinstance(exc, JsonRpcInternalError):
+            log.info("%s (id %s) answered with error %s: %s", method, msg_id, exc.code,
+                     _one_line(exc.message))
+            self._send_response(msg_id, error=exc.to_response_error())
+        else:
+            log.error("%s (id %s) failed", method, msg_id, exc_info=exc)
+            self._send_error(msg_id, INTERNAL_ERROR, f"{method} failed: {_exception_text(exc)}")
+
+    def _check_handler_result(self, future: Future[Any]) -> None:
+        """A notification handler failed: the traceback to the log, once."""
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if exc is not None:
+            log.error("notification handler failed: %s", _exception_text(exc), exc_info=exc)
+
+    def _send_response(
+        self,
+        msg_id: MsgId,
+        result: Any | None = None,
+        error: types.ResponseError | None = None,
+    ) -> None:
+        """Every response passes here: no traceback leaves, and initialize's answer opens the
+        door."""
+        self._methods.pop(msg_id, None)
+        if error is not None:
+            error = types.ResponseError(code=error.code, message=_one_line(error.message),
+                                        data=_safe_data(error.data))
+        if self._init_state == "pending" and msg_id == self._initialize_id:
+            self._init_state = "done" if error is None else "new"
+        super()._send_response(msg_id, result, error)
+
+    def _send_data(self, data: Any) -> None:
+        """pygls' ``_send_data``, except that a result that cannot be encoded becomes a -32603
+        answer instead of a log line and a request that never returns."""
+        if not data:
+            return
+        if self.writer is None:
+            log.error("unable to send data, no available transport")
+            return
+        try:
+            body = json.dumps(data, default=self._serialize_message)
+        except Exception as exc:
+            msg_id = getattr(data, "id", None)
+            log.error("could not encode a message (id %s)", msg_id, exc_info=exc)
+            if msg_id is None or not (hasattr(data, "result") or hasattr(data, "error")):
+                return
+            body = json.dumps({
+                "jsonrpc": self.VERSION, "id": msg_id,
+                "error": {"code": INTERNAL_ERROR,
+                          "message": f"could not encode the answer: {_exception_text(exc)}"},
+            })
+        try:
+            if self._include_headers:
+                header = (
+                    f"Content-Length: {len(body.encode(self.CHARSET))}\r\n"
+                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+                )
+                payload = header + body
+            else:
+                payload = body
+            res = self.writer.write(payload.encode(self.CHARSET))
+            if inspect.isawaitable(res):
+                task = asyncio.ensure_future(res)
+                self._writes.add(task)
+                task.add_done_callback(self._writes.discard)
+        except BrokenPipeError:
+            log.error("error sending data: the client is gone (broken pipe)")
+            raise
+        except Exception as exc:
+            log.error("error sending data", exc_info=exc)
+
+    def report_transport_error(self, error: Exception) -> bool:
+        """pygls' read loop failed before a message existed (a body that is not JSON):
+        answer -32700 with id null, as JSON-RPC asks. True when handled."""
+        if isinstance(error, (ValueError, RecursionError)):  # JSONDecodeError, UnicodeDecodeError
+            log.warning("unreadable message: %s", _exception_text(error))
+            self._send_error(None, PARSE_ERROR, f"Parse error: {_exception_text(error)}")
+            return True
+        return False
+
+
+def _is_notification_type(message_type: Any) -> bool:
+    return (isinstance(message_type, type) and attrs.has(message_type)
+            and "id" not in attrs.fields_dict(message_type))
+
+
+def _params_are_void(message_type: Any) -> bool:
+    if not (isinstance(message_type, type) and attrs.has(message_type)):
+        return False
+    params = attrs.fields_dict(message_type).get("params")
+    if params is None:
+        return False
+    args = typing.get_args(params.type)
+    return params.type is _NONE_TYPE or (bool(args) and all(a is _NONE_TYPE for a in args))
+
+
+def _safe_data(data: Any) -> Any:
+    """``error.data`` without a traceback or a source path (pygls puts one there)."""
+    if isinstance(data, dict):
+        cleaned = {k: v for k, v in data.items() if k != "traceback"}
+        text = json.dumps(cleaned, default=str)
+        return None if not cleaned or "Traceback" in text or 'File "' in text else cleaned
+    if isinstance(data, str) and ("Traceback" in data or 'File "' in data):
+        return None
+    return data
+
+
+def report_server_error(server: Any, error: Exception, source: Any) -> None:
+    """The server's ``report_server_error``: pygls calls it for what the protocol could not
+    answer itself (an unreadable body, a failed write). Logged, never a pop-up."""
+    protocol = getattr(server, "protocol", None)
+    if isinstance(protocol, MdSearchProtocol) and protocol.report_transport_error(error):
+        return
+    if isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError):
+        log.info("rejected request: %s", _one_line(str(error)))
+    else:
+        log.error("server error (%s): %s", getattr(source, "__name__", source),
+                  _exception_text(error))
+
+
+__all__ = ["MdSearchProtocol", "describe_params_error", "report_server_error"]
