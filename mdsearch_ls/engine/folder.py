@@ -282,11 +282,7 @@ class IndexedFolder:
         this folder and starts a new one)."""
         if self.ws is not None and not self.ws.apply_settings(settings):
             return False
-        old, self.settings = self.settings, settings
-        if self.ws is None:
-            from mdsearch_ls.config import INDEX_FIELDS, differs
-
-            return not differs(old, settings, INDEX_FIELDS)
+        self.settings = settings  # not opened yet: it opens with these
         return True
 
     # ---- reads (any thread) -----------------------------------------------------------------

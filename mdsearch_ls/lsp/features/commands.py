@@ -1,26 +1,33 @@
 """workspace/executeCommand: mdsearch.search, mdsearch.related, mdsearch.reindex, mdsearch.status.
 
 Arguments are one JSON object (positional extras are rejected); anything malformed is an
-InvalidParams error whose message says what was expected, never a crash. Results are plain JSON:
-the CLI's ``--json`` hit fields plus ``uri`` and ``root``, so clients need no LSP types.
+InvalidParams error whose message says what was expected, never a crash. The rules for what a
+search or related request may hold live in the engine (``SearchRequest``/``RelatedRequest``), so
+these commands accept exactly what the CLI and the MCP tools accept. Results are plain JSON: the
+CLI's ``--json`` hit fields plus ``uri`` and ``root``, so clients need no LSP types.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from pathlib import Path
 from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from mdsearch_ls.engine.api import Hit, RelatedRequest, RequestError, SearchRequest
-from mdsearch_ls.lsp.features.symbols import hit_uri, run_in_pool, search_folders
-from mdsearch_ls.lsp.server import FolderIndex, MdSearchServer, uri_to_path
+from mdsearch_ls.engine.api import IndexedFolder, RelatedRequest, RequestError, SearchRequest
+from mdsearch_ls.lsp.convert import hit_json, uri_to_path
+from mdsearch_ls.lsp.folders import FolderManager
+from mdsearch_ls.lsp.server import MdSearchServer
 
 log = logging.getLogger(__name__)
 
 SEARCH, RELATED, REINDEX, STATUS = "mdsearch.search", "mdsearch.related", "mdsearch.reindex", \
     "mdsearch.status"
+SEARCH_USAGE = ('{"query": string, "limit"?: number, "root"?: string, "mode"?: string, '
+                '"filters"?: {"path"|"tag"|"type"|"modified"|"phrase": string | string[]}}')
+RELATED_USAGE = '{"uri": string, "line": number (0-based), "limit"?: number}'
 
 
 def _one_object(name: str, args: tuple[Any, ...], usage: str, *, optional: bool = False) -> dict:
@@ -31,89 +38,93 @@ def _one_object(name: str, args: tuple[Any, ...], usage: str, *, optional: bool 
     return args[0]
 
 
-def _hit_json(folder: FolderIndex, hit: Hit) -> dict[str, Any]:
-    out = hit.to_json()
-    out["uri"] = hit_uri(folder, hit)
-    out["root"] = str(folder.root)
-    return out
-
-
-def _folders_for(ls: MdSearchServer, root: Any, name: str) -> list[FolderIndex]:
+def _folders_for(manager: FolderManager, root: Any, name: str) -> list[IndexedFolder]:
     if root is None:
-        return list(ls.folders.values())
+        return list(manager.folders.values())
     if not isinstance(root, str) or not root:
         raise JsonRpcInvalidParams(f"{name}: 'root' must be a folder path or file URI")
-    path = uri_to_path(root) if "://" in root else None
-    if path is None and "://" not in root:
-        from pathlib import Path
-
-        path = Path(root)
-    folder = ls.folder_for(path) if path is not None else None
+    path = uri_to_path(root) if "://" in root else Path(root)
+    folder = manager.folder_for(path) if path is not None else None
     if folder is None or (path is not None and path.resolve() != folder.root):
-        known = ", ".join(str(f.root) for f in ls.folders.values()) or "none"
+        known = ", ".join(str(f.root) for f in manager.folders.values()) or "none"
         raise JsonRpcInvalidParams(f"{name}: {root!r} is not a workspace folder (folders: {known})")
     return [folder]
 
 
+async def search(manager: FolderManager, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+    params = _one_object(SEARCH, args, SEARCH_USAGE)
+    folders = _folders_for(manager, params.get("root"), SEARCH)
+    unknown = sorted(set(params) - {"query", "limit", "root", "mode", "filters"})
+    if unknown:
+        raise JsonRpcInvalidParams(f"{SEARCH}: unknown argument {unknown[0]!r}; "
+                                   f"expected {SEARCH_USAGE}")
+    try:
+        request = SearchRequest.build(
+            params.get("query"), k=params.get("limit"), mode=params.get("mode"),
+            filters=params.get("filters"), default_k=manager.settings.max_results,
+        )
+    except RequestError as exc:
+        raise JsonRpcInvalidParams(f"{SEARCH}: {exc}; expected {SEARCH_USAGE}") from None
+    if request.empty:
+        return []
+    found = await manager.run(manager.search, request, folders)
+    return [hit_json(folder.root, hit) for folder, hit in found]
+
+
+async def related(
+    manager: FolderManager, args: tuple[Any, ...], documents: Any
+) -> list[dict[str, Any]]:
+    params = _one_object(RELATED, args, RELATED_USAGE)
+    uri = params.get("uri")
+    if not isinstance(uri, str) or not uri:
+        raise JsonRpcInvalidParams(f"{RELATED}: 'uri' must be a file URI; expected {RELATED_USAGE}")
+    folder_settings = manager.settings
+    try:
+        request = RelatedRequest.build(
+            uri, params.get("line"), text=documents(uri),
+            k=params.get("limit", folder_settings.hover_max_results), min_score=-1.0,
+        )
+    except RequestError as exc:
+        raise JsonRpcInvalidParams(f"{RELATED}: {exc}") from None
+    found = manager.rel_for(uri)
+    if found is None:
+        raise JsonRpcInvalidParams(f"{RELATED}: {uri} is not inside a workspace folder")
+    folder, rel = found
+    if request.text is None and not (folder.root / rel).is_file():
+        raise JsonRpcInvalidParams(f"{RELATED}: {uri} does not exist")
+    result = await manager.run(folder.related, dataclasses.replace(request, path=rel))
+    return [hit_json(folder.root, hit) for hit in result.hits]
+
+
+def reindex(manager: FolderManager, args: tuple[Any, ...], progress: Any) -> dict[str, Any]:
+    params = _one_object(REINDEX, args, '{"root"?: string}', optional=True)
+    folders = _folders_for(manager, params.get("root"), REINDEX)
+    for folder in folders:
+        manager.start_soon(folder, rebuild=True, progress=progress)
+    return {"started": True, "folders": [str(f.root) for f in folders]}
+
+
+def status(manager: FolderManager, args: tuple[Any, ...]) -> dict[str, Any]:
+    if args and not (len(args) == 1 and isinstance(args[0], dict | None)):
+        raise JsonRpcInvalidParams(f"{STATUS} takes no arguments (or one empty object)")
+    return manager.status()
+
+
 def register(server: MdSearchServer) -> None:
     @server.command(SEARCH)
-    async def search(ls: MdSearchServer, *args: Any) -> list[dict[str, Any]]:
-        usage = ('{"query": string, "limit"?: number, "root"?: string, "mode"?: string, '
-                 '"filters"?: {"path"|"tag"|"type"|"modified"|"phrase": string | string[]}}')
-        params = _one_object(SEARCH, args, usage)
-        folders = _folders_for(ls, params.get("root"), SEARCH)
-        try:
-            request = SearchRequest.build(
-                params.get("query"), k=params.get("limit"), mode=params.get("mode"),
-                filters=params.get("filters"), default_k=ls.settings.max_results,
-            )
-        except RequestError as exc:
-            raise JsonRpcInvalidParams(f"{SEARCH}: {exc}; expected {usage}") from None
-        if request.empty:
-            return []
-        found = await run_in_pool(ls, lambda: search_folders(ls, request, folders=folders))
-        return [_hit_json(folder, hit) for folder, hit in found]
+    async def on_search(ls: MdSearchServer, *args: Any) -> list[dict[str, Any]]:
+        return await search(ls.manager, args)
 
     @server.command(RELATED)
-    async def related(ls: MdSearchServer, *args: Any) -> list[dict[str, Any]]:
-        usage = '{"uri": string, "line": number (0-based), "limit"?: number}'
-        params = _one_object(RELATED, args, usage)
-        uri = params.get("uri")
-        if not isinstance(uri, str) or not uri:
-            raise JsonRpcInvalidParams(f"{RELATED}: 'uri' must be a file URI; expected {usage}")
-        doc = ls.workspace.text_documents.get(uri)
-        try:
-            request = RelatedRequest.build(
-                uri, params.get("line"), text=doc.source if doc is not None else None,
-                k=params.get("limit", ls.settings.hover_max_results), min_score=-1.0,
-            )
-        except RequestError as exc:
-            raise JsonRpcInvalidParams(f"{RELATED}: {exc}") from None
-        found = ls.rel_for(uri)
-        if found is None:
-            raise JsonRpcInvalidParams(f"{RELATED}: {uri} is not inside a workspace folder")
-        folder, rel = found
-        request = dataclasses.replace(request, path=rel)
-        ws = folder.ws
-        if ws is None:
-            return []
-        if request.text is None and not (folder.root / rel).is_file():
-            raise JsonRpcInvalidParams(f"{RELATED}: {uri} does not exist")
-        result = await run_in_pool(ls, lambda: ws.related(request))
-        return [_hit_json(folder, hit) for hit in result.hits]
+    async def on_related(ls: MdSearchServer, *args: Any) -> list[dict[str, Any]]:
+        return await related(ls.manager, args, ls.document_text)
 
     @server.command(REINDEX)
-    async def reindex(ls: MdSearchServer, *args: Any) -> dict[str, Any]:
-        from mdsearch_ls.lsp.features.lifecycle import start_folder
+    async def on_reindex(ls: MdSearchServer, *args: Any) -> dict[str, Any]:
+        from mdsearch_ls.lsp.progress import IndexProgress
 
-        params = _one_object(REINDEX, args, '{"root"?: string}', optional=True)
-        folders = _folders_for(ls, params.get("root"), REINDEX)
-        for folder in folders:
-            start_folder(ls, folder, rebuild=True)
-        return {"started": True, "folders": [str(f.root) for f in folders]}
+        return reindex(ls.manager, args, lambda title: IndexProgress(ls, title))
 
     @server.command(STATUS)
-    def status(ls: MdSearchServer, *args: Any) -> dict[str, Any]:
-        if args and not (len(args) == 1 and isinstance(args[0], dict | None)):
-            raise JsonRpcInvalidParams(f"{STATUS} takes no arguments (or one empty object)")
-        return ls.status_payload()
+    def on_status(ls: MdSearchServer, *args: Any) -> dict[str, Any]:
+        return status(ls.manager, args)

@@ -8,56 +8,42 @@ Helix and others show them as they come.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from mdsearch_ls.engine.api import Hit, RequestError, SearchRequest, outline
-from mdsearch_ls.lsp.server import FolderIndex, MdSearchServer, path_to_uri
+from mdsearch_ls.engine.api import RequestError, SearchRequest, outline
+from mdsearch_ls.lsp.convert import hit_range, hit_uri
+from mdsearch_ls.lsp.folders import FolderManager
+from mdsearch_ls.lsp.server import MdSearchServer
 
 log = logging.getLogger(__name__)
 
 
-def search_folders(
-    ls: MdSearchServer,
-    request: SearchRequest,
-    *,
-    folders: list[FolderIndex] | None = None,
-) -> list[tuple[FolderIndex, Hit]]:
-    """Search every (or the given) folder and merge by score; runs on a pool thread."""
-    merged: list[tuple[FolderIndex, Hit]] = []
-    chosen = folders if folders is not None else list(ls.folders.values())
-    for folder in chosen:
-        ws = folder.ws
-        if ws is None:
-            continue
-        merged.extend((folder, h) for h in ws.search(request).hits)
-    if len(chosen) > 1:
-        merged.sort(key=lambda fh: -(fh[1].score or 0.0))
-    return merged[: request.k]
+async def workspace_symbol(
+    manager: FolderManager, params: types.WorkspaceSymbolParams
+) -> list[types.WorkspaceSymbol]:
+    try:
+        request = SearchRequest.build(params.query, default_k=manager.settings.max_results)
+    except RequestError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    if request.empty:
+        return []
+    found = await manager.run(manager.search, request)
+    return [
+        types.WorkspaceSymbol(
+            name=hit.title,
+            kind=types.SymbolKind.String if " > " in hit.breadcrumb else types.SymbolKind.Namespace,
+            location=types.Location(uri=hit_uri(folder.root, hit), range=hit_range(hit)),
+            container_name=f"{hit.breadcrumb} · {hit.path}",
+        )
+        for folder, hit in found
+    ]
 
 
-def hit_uri(folder: FolderIndex, hit: Hit) -> str:
-    return path_to_uri(folder.root / hit.path)
-
-
-def hit_range(hit: Hit) -> types.Range:
-    return types.Range(
-        start=types.Position(line=hit.start_line, character=0),
-        end=types.Position(line=hit.end_line + 1, character=0),
-    )
-
-
-async def run_in_pool(ls: MdSearchServer, fn: Any, *args: Any) -> Any:
-    """Yield once first, so a request the client cancels right away is never computed."""
-    await asyncio.sleep(0)
-    return await asyncio.get_running_loop().run_in_executor(ls.thread_pool, fn, *args)
-
-
-def _outline_symbols(text: str) -> list[types.DocumentSymbol]:
+def outline_symbols(text: str) -> list[types.DocumentSymbol]:
+    """The heading outline as nested DocumentSymbols (headings in code are not headings)."""
     lines = text.splitlines() or [""]
 
     def line_len(n: int) -> int:
@@ -94,36 +80,22 @@ def _outline_symbols(text: str) -> list[types.DocumentSymbol]:
 
 def register_document_symbols(server: MdSearchServer) -> None:
     """Registered at initialize time only when the client wants our outline."""
+    if not server.manager.settings.document_symbols:
+        return
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def document_symbol(
         ls: MdSearchServer, params: types.DocumentSymbolParams
     ) -> list[types.DocumentSymbol] | None:
-        if not ls.settings.document_symbols:
-            return None
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        return _outline_symbols(doc.source)
+        text = ls.document_text(params.text_document.uri)
+        return None if text is None else outline_symbols(text)
 
 
 def register(server: MdSearchServer) -> None:
+    server.initialize_hooks.append(register_document_symbols)
+
     @server.feature(types.WORKSPACE_SYMBOL)
-    async def workspace_symbol(
+    async def on_workspace_symbol(
         ls: MdSearchServer, params: types.WorkspaceSymbolParams
     ) -> list[types.WorkspaceSymbol]:
-        try:
-            request = SearchRequest.build(params.query, default_k=ls.settings.max_results)
-        except RequestError as exc:
-            raise JsonRpcInvalidParams(str(exc)) from None
-        if request.empty:
-            return []
-        found = await run_in_pool(ls, search_folders, ls, request)
-        return [
-            types.WorkspaceSymbol(
-                name=hit.title,
-                kind=types.SymbolKind.String if " > " in hit.breadcrumb
-                else types.SymbolKind.Namespace,
-                location=types.Location(uri=hit_uri(folder, hit), range=hit_range(hit)),
-                container_name=f"{hit.breadcrumb} · {hit.path}",
-            )
-            for folder, hit in found
-        ]
+        return await workspace_symbol(ls.manager, params)

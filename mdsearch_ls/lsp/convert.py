@@ -1,0 +1,89 @@
+"""Engine results -> LSP shapes, and the escaping every string needs on its way out.
+
+Everything a feature sends that came from a note or a file name passes through here. Markdown is
+escaped at this edge (the engine returns raw text): a title, snippet or path rendered into hover
+markdown must never become a link, a code span that ends early, or HTML, so a note or a file
+name cannot inject a ``command:`` link into the editor. Structured results (command answers)
+stay raw; their clients render them as plain text.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import from_fs_path, to_fs_path
+
+from mdsearch_ls.engine.api import Hit
+
+
+def uri_to_path(uri: str) -> Path | None:
+    path = to_fs_path(uri)
+    return Path(path) if path else None
+
+
+def path_to_uri(path: Path | str) -> str:
+    return from_fs_path(str(path)) or Path(path).as_uri()
+
+
+def hit_uri(root: Path, hit: Hit) -> str:
+    return path_to_uri(root / hit.path)
+
+
+def hit_range(hit: Hit) -> types.Range:
+    """The whole section: from its heading line to the start of the line after its end."""
+    return types.Range(
+        start=types.Position(line=hit.start_line, character=0),
+        end=types.Position(line=hit.end_line + 1, character=0),
+    )
+
+
+def hit_json(root: Path, hit: Hit) -> dict[str, Any]:
+    """A hit as a command result: the CLI's JSON fields plus ``uri`` and ``root``."""
+    out = hit.to_json()
+    out["uri"] = hit_uri(root, hit)
+    out["root"] = str(root)
+    return out
+
+
+# Every character that can start markdown structure or HTML in a CommonMark renderer.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~\"'&:=$^])")
+
+
+def escape_markdown(text: str) -> str:
+    """Text shown literally in markdown: every structural character backslash-escaped and line
+    breaks flattened, so nothing in a note or a file name can open a link, a code span, an
+    autolink or an HTML tag (CommonMark honours a backslash before any ASCII punctuation)."""
+    flat = " ".join(text.split())
+    return _MD_SPECIAL.sub(r"\\\1", flat)
+
+
+def related_markdown(root: Path, hits: list[Hit]) -> str:
+    """Hover markdown: a link to each section's line, its breadcrumb, file, score and snippet.
+
+    The link target is a ``file:`` URI we build from the index's root and a path we percent-
+    encode (no quote, space or parenthesis survives), and every text is escaped.
+    """
+    lines = ["**Related sections**", ""]
+    for hit in hits:
+        link = f"{hit_uri(root, hit)}#L{hit.start_line + 1}"
+        score = f" · {hit.score:.2f}" if hit.score is not None else ""
+        lines.append(f"- [{escape_markdown(hit.title)}]({link}) · "
+                     f"{escape_markdown(hit.path)}{score}  ")
+        lines.append(f"  {escape_markdown(hit.breadcrumb)}  ")
+        if hit.snippet:
+            lines.append(f"  _{escape_markdown(hit.snippet)}_")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "escape_markdown",
+    "hit_json",
+    "hit_range",
+    "hit_uri",
+    "path_to_uri",
+    "related_markdown",
+    "uri_to_path",
+]
