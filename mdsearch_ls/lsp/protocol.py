@@ -441,6 +441,7 @@ class MdSearchProtocol(LanguageServerProtocol):
         once instead of leaving it waiting."""
         msg_id = message["id"]
         if "error" in message:
+            self._result_types.pop(msg_id, None)
             response_type: Any = types.ResponseErrorMessage
         else:
             response_type = self._result_types.pop(msg_id, None) or JsonRPCResponseMessage
