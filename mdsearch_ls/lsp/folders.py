@@ -127,8 +127,9 @@ class FolderManager:
 
     # ---- the model --------------------------------------------------------------------------
 
-    def load_model(self) -> None:
-        """Load the shared model once, on its own thread, while the folders scan."""
+    def load_model(self, progress: ProgressFactory | None = None) -> None:
+        """Load the shared model once, on its own thread, while the folders scan; with
+        ``progress``, a "Loading model" work-done progress runs until it is loaded."""
         if getattr(self.embedder, "loaded", True) or self.model_state == "loading":
             if getattr(self.embedder, "loaded", True):
                 self.model_state = "loaded"
@@ -136,8 +137,15 @@ class FolderManager:
         self.model_state = "loading"
         self._on_status()
         embedder = self.embedder
+        bar = progress("Loading model") if progress is not None else None
+        if bar is not None:
+            task = asyncio.ensure_future(bar.begin(embedder.name))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
         def done(error: Exception | None) -> None:
+            if bar is not None:
+                bar.end("loaded" if error is None else f"failed: {error}")
             if embedder is not self.embedder:
                 return  # replaced meanwhile by a settings change
             if error is None:

@@ -29,6 +29,7 @@ class IndexProgress:
         self.enabled = False
         self._last = 0.0
         self._ended = False
+        self._end_message = ""
 
     async def begin(self, message: str) -> None:
         if not self.server.progress_support:
@@ -45,6 +46,10 @@ class IndexProgress:
                 title=self.title, message=message, percentage=0, cancellable=True
             ),
         )
+        if self._ended:  # it finished while the token was being created
+            self.server.work_done_progress.end(
+                self.token, types.WorkDoneProgressEnd(message=self._end_message))
+            self.server.work_done_progress.tokens.pop(self.token, None)
 
     def cancelled(self) -> bool:
         """True once the user pressed cancel on the progress notification."""
@@ -66,9 +71,12 @@ class IndexProgress:
         self.server.call_threadsafe(self.server.work_done_progress.report, self.token, value)
 
     def end(self, message: str) -> None:
+        """Finish (any thread). Before :meth:`begin` has its token, the end is kept and sent
+        right after the begin, so the client's progress never hangs open."""
         if self._ended:
             return
         self._ended = True
+        self._end_message = message
         if self.enabled:
             self.server.call_threadsafe(
                 self.server.work_done_progress.end,

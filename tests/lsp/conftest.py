@@ -27,7 +27,7 @@ from pytest_lsp.client import make_test_lsp_client
 
 REPO = Path(__file__).resolve().parents[2]
 LSP_VAULT = REPO / "tests" / "fixtures" / "lsp-vault"
-TLDR = Path("/work/shared/corpora/tldr/pages/common")
+TLDR = REPO.parent / "shared" / "corpora" / "tldr" / "pages" / "common"
 PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
 SERVER_CMD = [PYTHON, "-m", "mdsearch_ls", "serve"]
 PROFILES = ["visual-studio-code", "neovim"]
@@ -164,6 +164,7 @@ async def start_server(
     profile: str = "visual-studio-code",
     init_options: dict[str, Any] | None = None,
     configuration: dict[str, Any] | None = None,
+    scoped: dict[Path, dict[str, Any]] | None = None,
     process_id: int | None = None,
 ) -> Server:
     env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache_dir), "ANONYMIZED_TELEMETRY": "False"}
@@ -173,6 +174,8 @@ async def start_server(
     client = await config.start()
     if configuration is not None:
         client.set_configuration(configuration, section="mdsearch")
+    for root, values in (scoped or {}).items():
+        client.set_configuration({"mdsearch": values}, scope_uri=root.as_uri())
     result = await client.initialize_session(
         types.InitializeParams(
             capabilities=client_capabilities(profile),
@@ -203,16 +206,29 @@ async def main(request: pytest.FixtureRequest,
     await server.stop()
 
 
+ALT_OPTIONS = {"documentSymbols": False, "hover": {"minScore": 0.99}, "chunkSize": "big",
+               "maxResults": 7}
+
+
+async def _alt_server(base: Path) -> Server:
+    vault = copy_vault(base / "vault")
+    server = await start_server([vault], base / "cache", init_options=ALT_OPTIONS)
+    server.extra["ready"] = await server.wait_ready()
+    return server
+
+
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def alt(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
-    """A server with no outline, a strict hover threshold and two invalid settings."""
-    base = tmp_path_factory.mktemp("alt")
-    vault = copy_vault(base / "vault")
-    server = await start_server(
-        [vault], base / "cache",
-        init_options={"documentSymbols": False, "hover": {"minScore": 0.99},
-                      "chunkSize": "big", "maxResults": 7},
-    )
-    server.extra["ready"] = await server.wait_ready()
+    """A server with no outline, a strict hover threshold and two invalid settings. Shared:
+    tests only read from it."""
+    server = await _alt_server(tmp_path_factory.mktemp("alt"))
+    yield server
+    await server.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def alt_own(tmp_path: Path) -> AsyncIterator[Server]:
+    """The alt server, for one test alone: for tests that change its settings."""
+    server = await _alt_server(tmp_path)
     yield server
     await server.stop()

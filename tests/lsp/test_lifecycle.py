@@ -36,9 +36,11 @@ async def test_status_ready_with_counts(main: Server) -> None:
     assert folder["files"] == files == 6
     assert folder["chunks"] == chunks
     # the custom notification reached the client too, and said ready at some point
-    notes = main.client.status_notes
-    assert notes
-    assert any(getattr(n, "state", None) == "ready" for n in notes)
+    # (it trails the status command by at most the 250 ms it is throttled to)
+    async def ready_note() -> bool:
+        return any(getattr(n, "state", None) == "ready" for n in main.client.status_notes)
+
+    await main.wait_for(ready_note, timeout=5)
 
 
 async def test_watchers_registered_when_client_can(main: Server) -> None:
@@ -46,3 +48,14 @@ async def test_watchers_registered_when_client_can(main: Server) -> None:
     methods = {r.method for r in regs}
     if main.profile == "visual-studio-code":
         assert types.WORKSPACE_DID_CHANGE_WATCHED_FILES in methods
+
+
+async def test_model_loading_has_its_own_progress(main: Server) -> None:
+    """The model's load is a work-done progress of its own, begun and ended."""
+    tokens = [t for t, values in main.client.progress_reports.items()
+              if any(isinstance(v, types.WorkDoneProgressBegin) and v.title == "Loading model"
+                     for v in values)]
+    assert len(tokens) == 1, main.client.progress_reports
+    ends = [v for v in main.client.progress_reports[tokens[0]]
+            if isinstance(v, types.WorkDoneProgressEnd)]
+    assert [e.message for e in ends] == ["loaded"]

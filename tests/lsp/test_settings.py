@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from lsprotocol import types
 
-from .conftest import Server
+from .conftest import Server, copy_vault, start_server
 from .helpers import expected_counts
 
 
@@ -28,8 +29,8 @@ async def test_invalid_init_option_warns_and_defaults_apply(alt: Server) -> None
     assert hits and hits[0]["path"] == "sourdough.md"
 
 
-async def test_invalid_setting_from_configuration_change(alt: Server) -> None:
-    """Runs last on this server: it replaces its settings."""
+async def test_invalid_setting_from_configuration_change(alt_own: Server) -> None:
+    alt = alt_own
     alt.client.set_configuration({"hover": {"minScore": 7}}, section="mdsearch")
     alt.client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"mdsearch": {"hover": {"minScore": 7}}})
@@ -70,3 +71,22 @@ async def test_invalid_setting_from_configuration_change(alt: Server) -> None:
         return got is not None
 
     await alt.wait_for(hovered, timeout=20)
+
+
+async def test_settings_scoped_to_a_folder_apply_to_that_folder_only(tmp_path: Path) -> None:
+    """A client answers workspace/configuration per folder (VS Code's resource settings):
+    an exclude scoped to one folder leaves the other whole."""
+    one = copy_vault(tmp_path / "one")
+    two = copy_vault(tmp_path / "two")
+    server = await start_server([one, two], tmp_path / "cache",
+                                scoped={one: {"exclude": ["hobbies/"]}})
+    try:
+        st = await server.wait_ready()
+        files = {Path(f["root"]).name: f["files"] for f in st["folders"]}
+        total, _ = expected_counts(two)
+        hobbies = len(list((two / "hobbies").rglob("*.md")))
+        assert hobbies and files == {"one": total - hobbies, "two": total}
+        hits = await server.search("telescope aperture", limit=5)
+        assert {Path(h["root"]).name for h in hits if h["path"].startswith("hobbies/")} == {"two"}
+    finally:
+        await server.stop()

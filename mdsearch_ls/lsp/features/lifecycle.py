@@ -79,7 +79,7 @@ async def apply_configuration(ls: MdSearchServer, window: Any, per_folder: dict[
     """Layer configuration over initializationOptions; reopen folders whose index changed."""
     reopen = ls.manager.configure(window, per_folder)
     if ls.initialized:
-        ls.manager.load_model()
+        ls.manager.load_model(_progress(ls))
     for folder in reopen:
         log.info("%s: index settings changed; reopening it", folder.name)
         await ls.manager.reopen(folder, progress=_progress(ls))
@@ -136,7 +136,7 @@ def register(server: MdSearchServer) -> None:
         if pulled is not None:
             ls.manager.configure(*pulled)
         await register_watchers(ls)
-        ls.manager.load_model()
+        ls.manager.load_model(_progress(ls))
         for folder in list(ls.manager.folders.values()):
             ls.manager.start_soon(folder, progress=_progress(ls))
         if not ls.manager.folders:
