@@ -26,7 +26,13 @@ import {
   serverCommand,
   type Interpreter,
 } from './python';
-import { type PathContext, pythonPathSetting, type ServerSettings, toServerSettings } from './settings';
+import {
+  type PathContext,
+  pythonPathSetting,
+  type ServerSettings,
+  type SettingSchema,
+  toServerSettings,
+} from './settings';
 import { type ClientStatus } from './status';
 
 /** `serverInfo` in package.json: the single source of the server's name, module and pip name. */
@@ -68,6 +74,7 @@ export class ServerManager implements vscode.Disposable {
   constructor(
     private readonly info: ServerInfo,
     private readonly output: vscode.LogOutputChannel,
+    private readonly schema: Record<string, SettingSchema>,
   ) {
     this.scheduleRestart = debounce(() => void this.restart(), RESTART_DEBOUNCE_MS);
     const pythonExtension = vscode.extensions.getExtension(PYTHON_EXTENSION_ID);
@@ -164,8 +171,10 @@ export class ServerManager implements vscode.Disposable {
     const clientOptions: LanguageClientOptions = {
       // Only files on disk: the server indexes the file system, untitled buffers have no path.
       documentSelector: [{ scheme: 'file', language: 'markdown' }],
-      synchronize: { fileEvents: this.watcher },
-      initializationOptions: settingsForScope(undefined),
+      // configurationSection: a change of any mdsearch setting is sent as
+      // workspace/didChangeConfiguration; the server then pulls each folder's values (below).
+      synchronize: { fileEvents: this.watcher, configurationSection: 'mdsearch' },
+      initializationOptions: settingsForScope(undefined, this.schema),
       outputChannel: this.output,
       traceOutputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
@@ -178,7 +187,7 @@ export class ServerManager implements vscode.Disposable {
             if (raw instanceof ResponseError) return raw;
             const values: unknown[] = raw;
             return params.items.map((item, i): unknown =>
-              item.section === 'mdsearch' ? settingsForScope(item.scopeUri) : values[i],
+              item.section === 'mdsearch' ? settingsForScope(item.scopeUri, this.schema) : values[i],
             );
           },
         },
@@ -293,8 +302,8 @@ function pathContext(folder?: vscode.WorkspaceFolder): PathContext {
 
 /** Server settings for a resource scope (a folder URI from `workspace/configuration`), or the
  * window scope when none is given. */
-function settingsForScope(scopeUri: string | undefined): ServerSettings {
+function settingsForScope(scopeUri: string | undefined, schema: Record<string, SettingSchema>): ServerSettings {
   const uri = scopeUri ? vscode.Uri.parse(scopeUri) : undefined;
   const folder = uri ? vscode.workspace.getWorkspaceFolder(uri) : undefined;
-  return toServerSettings(vscode.workspace.getConfiguration('mdsearch', uri), pathContext(folder));
+  return toServerSettings(vscode.workspace.getConfiguration('mdsearch', uri), pathContext(folder), schema);
 }

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import { readServerInfo, ServerManager } from './client';
 import { parseStatus, ServerCommands, type StatusParams } from './protocol';
 import { searchNotes, showRelated } from './search';
-import { needsRestart } from './settings';
+import { needsRestart, serverSchema } from './settings';
 import { describeFolder, FirstIndexNotice, StatusBar } from './status';
 
 let manager: ServerManager | undefined;
@@ -14,7 +14,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const item = vscode.window.createStatusBarItem('mdsearch.status', vscode.StatusBarAlignment.Left, 10);
   item.name = 'Markdown Search';
   const statusBar = new StatusBar(item, { errorBackground: new vscode.ThemeColor('statusBarItem.errorBackground') });
-  const server = new ServerManager(info, output);
+  const server = new ServerManager(info, output, serverSchema(context.extension.packageJSON));
   manager = server;
 
   const INDEXED_KEY = 'mdsearch.indexedOnce';
@@ -52,7 +52,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('mdsearch.showLogs', () => output.show()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (needsRestart(e)) {
-        output.info('Server settings changed; restarting soon.');
+        output.info('The interpreter setting changed; restarting the server soon.');
         server.scheduleRestart();
       }
     }),

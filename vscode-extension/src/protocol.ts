@@ -27,7 +27,8 @@ export interface Hit {
   breadcrumb: string;
   start_line: number;
   end_line: number;
-  score: number;
+  /** Cosine similarity to the query; null for a keyword-only hit (keyword mode embeds nothing). */
+  score: number | null;
   snippet: string;
   /** Workspace folder path the hit belongs to. */
   root: string;
@@ -93,7 +94,7 @@ export function parseHits(value: unknown): Hit[] {
     title: typeof h.title === 'string' ? h.title : '',
     breadcrumb: typeof h.breadcrumb === 'string' ? h.breadcrumb : '',
     snippet: typeof h.snippet === 'string' ? h.snippet : '',
-    score: typeof h.score === 'number' ? h.score : 0,
+    score: typeof h.score === 'number' ? h.score : null,
     root: typeof h.root === 'string' ? h.root : '',
   }));
 }

@@ -8,25 +8,36 @@ export interface ConfigReader {
   get<T>(section: string): T | undefined;
 }
 
-export type SearchMode = 'hybrid' | 'semantic' | 'keyword';
-export const SEARCH_MODES: readonly SearchMode[] = ['hybrid', 'semantic', 'keyword'];
-export type Fusion = 'convex' | 'rrf';
-export const FUSIONS: readonly Fusion[] = ['convex', 'rrf'];
+/** The server's `mdsearch` settings section (camelCase, nested at dots: `hover.minScore` is
+ * `{hover: {minScore}}`), as the server declares them in mdsearch_ls/config.py. */
+export type ServerSettings = { [key: string]: unknown; documentSymbols: false };
 
-/** The server's `mdsearch` settings section (camelCase, as the server contract names them). */
-export interface ServerSettings {
-  include?: string[];
-  exclude?: string[];
-  indexDir?: string;
-  model?: string;
-  chunkSize?: number;
-  chunkOverlap?: number;
-  maxResults?: number;
-  mode?: SearchMode;
-  fusion?: Fusion;
-  hover: { enabled?: boolean; maxResults?: number; minScore?: number };
-  /** Always false: VS Code's built-in markdown support already provides the outline. */
-  documentSymbols: false;
+/** One contributed setting, as package.json declares it (generated from the server's
+ * declarations by scripts/sync_settings.py, so it always matches what the server accepts). */
+export interface SettingSchema {
+  type: string | string[];
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+}
+
+/** Keys of package.json's `mdsearch.*` settings that belong to the client, not the server. */
+const CLIENT_ONLY = ['server.', 'trace.'];
+/** Settings holding a path, expanded like VS Code's own path settings. */
+const PATH_KEYS = new Set(['indexDir', 'model']);
+
+/** The server settings package.json contributes (keys without the `mdsearch.` prefix). */
+export function serverSchema(packageJson: unknown): Record<string, SettingSchema> {
+  const props = (packageJson as { contributes?: { configuration?: { properties?: Record<string, SettingSchema> } } })
+    ?.contributes?.configuration?.properties ?? {};
+  const out: Record<string, SettingSchema> = {};
+  for (const [key, schema] of Object.entries(props)) {
+    if (!key.startsWith('mdsearch.')) continue;
+    const name = key.slice('mdsearch.'.length);
+    if (CLIENT_ONLY.some((p) => name.startsWith(p))) continue;
+    out[name] = schema;
+  }
+  return out;
 }
 
 export interface PathContext {
@@ -44,48 +55,52 @@ export function expandPath(value: string, ctx: PathContext): string {
   return out;
 }
 
-const stringList = (v: unknown): string[] | undefined =>
-  Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string' && s.trim() !== '') : undefined;
-const nonEmpty = (v: unknown): string | undefined =>
-  typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
-const finite = (v: unknown): number | undefined =>
-  typeof v === 'number' && Number.isFinite(v) ? v : undefined;
-const bool = (v: unknown): boolean | undefined => (typeof v === 'boolean' ? v : undefined);
+/** The value if it fits the schema (type, enum, range), else undefined; "" means unset. */
+function checked(value: unknown, schema: SettingSchema): unknown {
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (value === undefined || value === null || value === '') return undefined;
+  if (schema.enum && !schema.enum.includes(value)) return undefined;
+  if (typeof value === 'string' && types.includes('string')) return value.trim() || undefined;
+  if (typeof value === 'boolean' && types.includes('boolean')) return value;
+  if (typeof value === 'number' && Number.isFinite(value) && (types.includes('number') || (types.includes('integer') && Number.isInteger(value)))) {
+    if (schema.minimum !== undefined && value < schema.minimum) return undefined;
+    if (schema.maximum !== undefined && value > schema.maximum) return undefined;
+    return value;
+  }
+  if (Array.isArray(value) && types.includes('array')) {
+    return value.filter((s): s is string => typeof s === 'string' && s.trim() !== '');
+  }
+  return undefined;
+}
 
-/** Builds the server settings from the `mdsearch` configuration section. Unset or invalid values
- * are left out (never sent as "" or null) so the server's own defaults apply. */
-export function toServerSettings(cfg: ConfigReader, paths: PathContext): ServerSettings {
-  const out: ServerSettings = { hover: {}, documentSymbols: false };
-  const include = stringList(cfg.get('include'));
-  if (include) out.include = include;
-  const exclude = stringList(cfg.get('exclude'));
-  if (exclude) out.exclude = exclude;
-  const indexDir = nonEmpty(cfg.get('indexDir'));
-  if (indexDir) out.indexDir = expandPath(indexDir, paths);
-  const model = nonEmpty(cfg.get('model'));
-  if (model) out.model = model.startsWith('~') || model.includes('${') ? expandPath(model, paths) : model;
-  const chunkSize = finite(cfg.get('chunkSize'));
-  if (chunkSize !== undefined) out.chunkSize = chunkSize;
-  const chunkOverlap = finite(cfg.get('chunkOverlap'));
-  if (chunkOverlap !== undefined) out.chunkOverlap = chunkOverlap;
-  const maxResults = finite(cfg.get('maxResults'));
-  if (maxResults !== undefined) out.maxResults = maxResults;
-  const mode = cfg.get<unknown>('mode');
-  if (typeof mode === 'string' && (SEARCH_MODES as readonly string[]).includes(mode)) {
-    out.mode = mode as SearchMode;
+/** Builds the server settings from the `mdsearch` configuration section: every server setting
+ * package.json contributes, nested at dots. Unset or invalid values are left out (never sent as
+ * "" or null) so the server's own defaults apply; path settings are expanded. */
+export function toServerSettings(
+  cfg: ConfigReader,
+  paths: PathContext,
+  schema: Record<string, SettingSchema>,
+): ServerSettings {
+  const out: ServerSettings = { documentSymbols: false };
+  for (const [key, entry] of Object.entries(schema)) {
+    let value = checked(cfg.get(key), entry);
+    if (value === undefined) continue;
+    if (PATH_KEYS.has(key) && typeof value === 'string' && (key !== 'model' || value.startsWith('~') || value.includes('${'))) {
+      value = expandPath(value, paths);
+    }
+    const parts = key.split('.');
+    let node: Record<string, unknown> = out;
+    for (const part of parts.slice(0, -1)) {
+      if (typeof node[part] !== 'object' || node[part] === null) node[part] = {};
+      node = node[part] as Record<string, unknown>;
+    }
+    node[parts[parts.length - 1] as string] = value;
   }
-  const fusion = cfg.get<unknown>('fusion');
-  if (typeof fusion === 'string' && (FUSIONS as readonly string[]).includes(fusion)) {
-    out.fusion = fusion as Fusion;
-  }
-  const enabled = bool(cfg.get('hover.enabled'));
-  if (enabled !== undefined) out.hover.enabled = enabled;
-  const hoverMax = finite(cfg.get('hover.maxResults'));
-  if (hoverMax !== undefined) out.hover.maxResults = hoverMax;
-  const minScore = finite(cfg.get('hover.minScore'));
-  if (minScore !== undefined) out.hover.minScore = minScore;
   return out;
 }
+
+const nonEmpty = (v: unknown): string | undefined =>
+  typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
 
 /** The interpreter setting, expanded; undefined when unset so the next source is tried. */
 export function pythonPathSetting(cfg: ConfigReader, paths: PathContext): string | undefined {
@@ -93,21 +108,10 @@ export function pythonPathSetting(cfg: ConfigReader, paths: PathContext): string
   return raw === undefined ? undefined : expandPath(raw, paths);
 }
 
-/** Settings whose change needs a new server process: everything the server reads at start, plus
- * the interpreter. `mdsearch.trace.server` is absent because vscode-languageclient applies it live. */
-export const RESTART_SETTINGS: readonly string[] = [
-  'mdsearch.server.pythonPath',
-  'mdsearch.include',
-  'mdsearch.exclude',
-  'mdsearch.indexDir',
-  'mdsearch.model',
-  'mdsearch.chunkSize',
-  'mdsearch.chunkOverlap',
-  'mdsearch.maxResults',
-  'mdsearch.mode',
-  'mdsearch.fusion',
-  'mdsearch.hover',
-];
+/** Settings whose change needs a new server process: only the interpreter. The server applies
+ * every one of its own settings live (it pulls them again on workspace/didChangeConfiguration:
+ * search settings apply to the next request, index settings reopen the folders they concern). */
+export const RESTART_SETTINGS: readonly string[] = ['mdsearch.server.pythonPath'];
 
 export function needsRestart(e: Pick<ConfigurationChangeEvent, 'affectsConfiguration'>): boolean {
   return RESTART_SETTINGS.some((key) => e.affectsConfiguration(key));

@@ -12,7 +12,7 @@ describe('parseHits', () => {
     ]);
     assert.equal(hits.length, 2);
     assert.deepEqual(hits[1], {
-      path: 'b.md', uri: 'file:///v/b.md', start_line: 1, end_line: 2, title: '', breadcrumb: '', snippet: '', score: 0, root: '',
+      path: 'b.md', uri: 'file:///v/b.md', start_line: 1, end_line: 2, title: '', breadcrumb: '', snippet: '', score: null, root: '',
     });
   });
 

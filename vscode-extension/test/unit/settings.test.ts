@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   type ConfigReader,
   expandPath,
   needsRestart,
   pythonPathSetting,
-  RESTART_SETTINGS,
+  serverSchema,
   toServerSettings,
 } from '../../src/settings';
 
@@ -36,50 +38,69 @@ const defaults = {
   'trace.server': 'off',
 };
 
+const PACKAGE = JSON.parse(readFileSync(join(__dirname, '../../../package.json'), 'utf8')) as unknown;
+const schema = serverSchema(PACKAGE);
+
+describe('serverSchema', () => {
+  it('holds every server setting package.json contributes and no client-only one', () => {
+    for (const key of ['include', 'exclude', 'indexDir', 'model', 'chunkSize', 'maxResults', 'mode',
+      'fusion', 'perFile', 'hover.enabled', 'hover.minScore', 'maxFileBytes', 'embedder.backend']) {
+      assert.ok(key in schema, key);
+    }
+    assert.equal('server.pythonPath' in schema, false);
+    assert.equal('trace.server' in schema, false);
+  });
+});
+
 describe('toServerSettings', () => {
-  it('maps the defaults to camelCase options and leaves empty strings out', () => {
-    assert.deepEqual(toServerSettings(reader(defaults), ctx), {
-      include: ['**/*.md', '**/*.markdown'],
-      exclude: ['**/node_modules/**'],
-      chunkSize: 1000,
-      chunkOverlap: 200,
-      maxResults: 20,
-      mode: 'hybrid',
-      fusion: 'convex',
-      hover: { enabled: true, maxResults: 5, minScore: 0.35 },
-      documentSymbols: false,
-    });
+  it('nests dotted keys and leaves empty strings out', () => {
+    const out = toServerSettings(reader(defaults), ctx, schema);
+    assert.deepEqual(out.hover, { enabled: true, maxResults: 5, minScore: 0.35 });
+    assert.equal(out.chunkSize, 1000);
+    assert.equal(out.mode, 'hybrid');
+    assert.deepEqual(out.include, ['**/*.md', '**/*.markdown']);
+    assert.equal('indexDir' in out, false);
+    assert.equal('model' in out, false);
+    assert.equal(out.documentSymbols, false);
+  });
+
+  it('sends every server setting, including ones the extension has no code for', () => {
+    const out = toServerSettings(reader({ perFile: 3, maxFileBytes: 5000, 'embedder.backend': 'onnx-int8' }), ctx, schema);
+    assert.equal(out.perFile, 3);
+    assert.equal(out.maxFileBytes, 5000);
+    assert.deepEqual(out.embedder, { backend: 'onnx-int8' });
   });
 
   it('never sends client-only settings', () => {
-    const out = toServerSettings(reader(defaults), ctx) as unknown as Record<string, unknown>;
+    const out = toServerSettings(reader(defaults), ctx, schema) as Record<string, unknown>;
     assert.equal('server' in out, false);
     assert.equal('trace' in out, false);
     assert.equal('pythonPath' in out, false);
   });
 
   it('sends indexDir and model when set, expanding ~ and ${workspaceFolder}', () => {
-    const out = toServerSettings(reader({ ...defaults, indexDir: '~/.cache/notes', model: '${workspaceFolder}/model' }), ctx);
+    const out = toServerSettings(reader({ ...defaults, indexDir: '~/.cache/notes', model: '${workspaceFolder}/model' }), ctx, schema);
     assert.equal(out.indexDir, '/home/me/.cache/notes');
     assert.equal(out.model, '/vault/model');
-    const named = toServerSettings(reader({ ...defaults, model: 'sentence-transformers/all-MiniLM-L6-v2' }), ctx);
+    const named = toServerSettings(reader({ ...defaults, model: 'sentence-transformers/all-MiniLM-L6-v2' }), ctx, schema);
     assert.equal(named.model, 'sentence-transformers/all-MiniLM-L6-v2');
   });
 
   it('drops invalid values so the server defaults apply', () => {
     const out = toServerSettings(
-      reader({ include: 'notes/*.md', exclude: ['', 5, 'a/**'], chunkSize: Number.NaN, mode: 'fuzzy', fusion: 'borda', 'hover.enabled': 'yes' }),
-      ctx,
+      reader({ include: 'notes/*.md', exclude: ['', 5, 'a/**'], chunkSize: Number.NaN, mode: 'fuzzy', fusion: 'borda',
+        'hover.enabled': 'yes', maxResults: 0, perFile: 2.5 }),
+      ctx, schema,
     );
-    assert.deepEqual(out, { exclude: ['a/**'], hover: {}, documentSymbols: false });
+    assert.deepEqual(out, { exclude: ['a/**'], documentSymbols: false });
   });
 
   it('always sends documentSymbols: false, even with nothing configured', () => {
-    assert.deepEqual(toServerSettings(reader({}), ctx), { hover: {}, documentSymbols: false });
+    assert.deepEqual(toServerSettings(reader({}), ctx, schema), { documentSymbols: false });
   });
 
   it('is plain JSON (survives a round trip unchanged)', () => {
-    const out = toServerSettings(reader(defaults), ctx);
+    const out = toServerSettings(reader(defaults), ctx, schema);
     assert.deepEqual(JSON.parse(JSON.stringify(out)), out);
   });
 });
@@ -106,25 +127,12 @@ describe('needsRestart', () => {
   const event = (changed: string[]) => ({
     affectsConfiguration: (section: string) => changed.some((c) => c === section || c.startsWith(`${section}.`)),
   });
-  it('restarts for server settings', () => {
-    assert.equal(needsRestart(event(['mdsearch.model'])), true);
-    assert.equal(needsRestart(event(['mdsearch.hover.minScore'])), true);
+  it('restarts only for the interpreter: the server applies its own settings live', () => {
     assert.equal(needsRestart(event(['mdsearch.server.pythonPath'])), true);
-    assert.equal(needsRestart(event(['mdsearch.mode'])), true);
-    assert.equal(needsRestart(event(['mdsearch.fusion'])), true);
-  });
-  it('does not restart for trace or unrelated settings', () => {
+    for (const key of Object.keys(schema)) {
+      assert.equal(needsRestart(event([`mdsearch.${key}`])), false, key);
+    }
     assert.equal(needsRestart(event(['mdsearch.trace.server'])), false);
     assert.equal(needsRestart(event(['editor.fontSize'])), false);
-  });
-  it('covers every setting package.json contributes except trace', async () => {
-    const { readFile } = await import('node:fs/promises');
-    const pkg = JSON.parse(await readFile(new URL('../../../package.json', `file://${__filename}`), 'utf8')) as {
-      contributes: { configuration: { properties: Record<string, unknown> } };
-    };
-    for (const key of Object.keys(pkg.contributes.configuration.properties)) {
-      if (key === 'mdsearch.trace.server') continue;
-      assert.ok(needsRestart(event([key])), `${key} should restart the server (RESTART_SETTINGS: ${RESTART_SETTINGS.join(', ')})`);
-    }
   });
 });
