@@ -295,6 +295,8 @@ class MdSearchProtocol(LanguageServerProtocol):
         self._init_state = "new"  # "new" -> "pending" (initialize running) -> "done"
         self._initialize_id: MsgId | None = None
         self._shutdown_requested = False
+        self.exit_code = 0
+        """What the process exits with: 1 after an ``exit`` that no ``shutdown`` preceded."""
         self._methods: dict[MsgId, str] = {}  # in-flight request id -> method, for the log
         self._writes: set[asyncio.Future[Any]] = set()  # pending writes of an async writer
 
@@ -400,7 +402,8 @@ class MdSearchProtocol(LanguageServerProtocol):
 
     def _receive_notification(self, method: str, message: dict[str, Any]) -> None:
         if method == types.EXIT:
-            # Whatever its params, exit exits.
+            # Whatever its params, exit exits: with 0 after shutdown, else 1 (LSP 3.17).
+            self.exit_code = 0 if self._shutdown_requested else 1
             super().handle_message(types.ExitNotification())
             return
         if self._init_state != "done" or self._shutdown_requested:

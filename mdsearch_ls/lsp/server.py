@@ -226,5 +226,5 @@ def run_stdio() -> int:
     try:
         server.start_io(sys.stdin.buffer, proto_out)
     finally:
-        _hard_exit(server, 0)
+        _hard_exit(server, getattr(server.protocol, "exit_code", 0))
     return 0  # pragma: no cover - _hard_exit does not return

@@ -455,3 +455,14 @@ def test_params_optional_and_nested_messages_stay_data() -> None:
         {"jsonrpc": "2.0", "id": 3, "result": [inner]},
     ], out.messages
     assert seen == [None, ("ping", None), (inner,)], seen
+
+
+def test_exit_without_shutdown_exits_1(tmp_path: Path) -> None:
+    """LSP 3.17: exit code 1 when exit arrives without a shutdown before it."""
+    srv = start(tmp_path, "abrupt")
+    try:
+        srv.initialize()
+        srv.notify("exit")
+        assert srv.wait_exit() == 1
+    finally:
+        srv.close()
