@@ -591,22 +591,25 @@ def _confirm_first_index(args: argparse.Namespace, root: Path, settings: Setting
     if getattr(args, "yes", False) or not root.is_dir() or has_index(root, settings):
         return
     real = root.expanduser().resolve()
-    special = ("/" if real.parent == real
+    special = ("the root of the file system" if real.parent == real
                else "your home folder" if real == Path.home().resolve() else None)
-    n, complete = count_notes(real, settings, stop_after=settings.max_files,
-                              seconds=5.0 if special else None)
+    # Counted without reading a note, and bounded: a walk of / or of a home folder must not
+    # take longer than the question it leads to.
+    cap, seconds = 10 * settings.max_files, 5.0 if special else 20.0
+    n, complete = count_notes(real, settings, stop_after=cap, seconds=seconds)
+    if complete and n <= settings.max_files and not special:
+        return
     if complete:
         counted = f"{n:,} notes"
-    elif n > settings.max_files:
-        counted = f"more than {settings.max_files:,} notes"
+    elif n > cap:
+        counted = f"more than {cap:,} notes"
     else:
-        counted = f"at least {n:,} notes, counting stopped after 5 s"
+        counted = f"at least {n:,} notes found in {seconds:.0f} s of counting"
     if special:
         raise UsageError(f"{real} is {special} ({counted}); index the folder that holds your "
                          f"notes, or pass --yes to index it anyway")
-    if n > settings.max_files:
-        raise UsageError(f"{real} holds {counted} (--max-files is {settings.max_files:,}); "
-                         f"pass --yes to index it anyway, or --max-files N")
+    raise UsageError(f"{real} holds {counted} (--max-files is {settings.max_files:,}); "
+                     f"pass --yes to index it anyway, or --max-files N")
 
 
 class _Session:
