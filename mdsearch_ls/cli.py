@@ -91,7 +91,7 @@ examples:
   mdsearch search "backup keys" --open 1          open hit 1 in $VISUAL/$EDITOR
   mdsearch search "backup keys" --format vimgrep | fzf --delimiter : --preview 'sed -n {2},+20p {1}'
   nvim -q <(mdsearch search "backup keys" --format vimgrep)
-  mdsearch search "onboarding" -l | xargs wc -l  paths only, one per line
+  mdsearch search "onboarding" -l               each matching note once (like rg -l)
   mdsearch search --queries questions.txt --format jsonl   model loaded once
 
 formats: text (default; colour on a terminal), json (one object per query), jsonl (one object
@@ -190,6 +190,7 @@ def _output(p: argparse.ArgumentParser, *, what: str) -> None:
     out.add_argument("--open", type=int, default=None, metavar="N",
                      help="open hit N (1 = the first) in $VISUAL/$EDITOR at its line")
     out.add_argument("--color", "--colour", choices=("auto", "always", "never"), default="auto",
+                     metavar="WHEN",
                      help="colour: auto (on a terminal, unless NO_COLOR is set), always, never")
 
 
@@ -292,6 +293,11 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _err(message: str) -> None:
     print(f"mdsearch: error: {message}", file=sys.stderr)
+
+
+def _said(message: str) -> None:
+    """A message that is not an error but must be read even with -q (what an interrupt kept)."""
+    print(f"mdsearch: {message}", file=sys.stderr)
 
 
 def _note(args: argparse.Namespace, message: str) -> None:
@@ -649,8 +655,8 @@ class _Session:
             except KeyboardInterrupt:
                 self.progress.clear()
                 files = _committed_files(ws)
-                _err(f"interrupted: {files} notes are in the index; run `mdsearch index "
-                     f"{_shown(ws.root)}` to finish")
+                _said(f"interrupted: {files} notes are in the index; run `mdsearch index "
+                      f"{_shown(ws.root)}` to finish")
                 return None, signals.exit_code if signals.received else EXIT_SIGINT
             finally:
                 self.progress.clear()
@@ -659,9 +665,9 @@ class _Session:
                 print(f"mdsearch: warning: {warning}", file=sys.stderr)
         if report.cancelled:
             have = report.files_unchanged + report.files_indexed
-            _err(f"interrupted: {have} of {report.files_total} notes are in the index "
-                 f"({report.files_indexed} indexed by this run, {report.chunks_written} chunks "
-                 f"committed); run `mdsearch index {_shown(ws.root)}` to finish")
+            _said(f"interrupted: {have} of {report.files_total} notes are in the index "
+                  f"({report.files_indexed} indexed by this run, {report.chunks_written} chunks "
+                  f"committed); run `mdsearch index {_shown(ws.root)}` to finish")
             return report, signals.exit_code
         return report, EXIT_OK
 
