@@ -359,3 +359,40 @@ def test_typos_get_a_did_you_mean(tmp_path: Path) -> None:
     assert res.returncode == 2 and "mdsearch search 'backup keys'" in res.stderr
     res = run_cli("search", "x", "--limt", "3", cache=tmp_path)
     assert res.returncode == 2 and "did you mean --limit?" in res.stderr
+
+
+# ---- the query first, and an index still being built -------------------------------------------
+
+
+def test_a_bad_query_is_reported_before_anything_is_opened(tmp_path: Path) -> None:
+    """The query is parsed first: a malformed filter is the error even where no notes exist."""
+    res = run_cli("search", "invoices modified:yesterday", "--root", str(tmp_path / "nowhere"),
+                  cache=tmp_path / "cache")
+    assert res.returncode == 2
+    assert "modified:yesterday" in res.stderr and "not found" not in res.stderr
+    assert not (tmp_path / "cache").exists()
+
+
+def test_json_says_when_the_index_is_still_being_built(
+    tmp_path: Path, real_embedder: object
+) -> None:
+    from mdsearch_ls.config import Settings
+    from mdsearch_ls.engine.api import Workspace
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name, text in (("a", "Apples grow in orchards."), ("b", "Boats sail on the sea."),
+                       ("c", "Clocks tick in towers.")):
+        (notes / f"{name}.md").write_text(f"# {name.upper()}\n\n{text}\n", "utf-8")
+    cache = tmp_path / "cache"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MDSEARCH_CACHE_DIR", str(cache))
+        with Workspace.open(notes, Settings(), "write", embedder=real_embedder) as writer:  # type: ignore[arg-type]
+            writer.index()
+            writer._record_state("building", 1, 3)  # as another process mid-way would
+            res = run_cli("search", "orchards", "--mode", "keyword", "--json", cache=cache,
+                          cwd=notes)
+    out = _json(res)
+    assert out["index"] == {"state": "building", "files_done": 1, "files_total": 3}
+    assert "still being built (1 of 3 notes so far)" in res.stderr
+    assert out["results"][0]["path"] == "a.md"
