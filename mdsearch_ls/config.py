@@ -131,7 +131,8 @@ class Settings:
         "means every *.md and *.markdown note.",
         client="include", applies="index", cli=True, scope="resource")
     exclude: tuple[str, ...] = setting(
-        (), _globs, "Globs to leave out, on top of .git/, node_modules/, .obsidian/, .trash/ and "
+        (), _globs, "Globs to leave out, on top of .git/, node_modules/, .obsidian/, .trash/, "
+        "other dot-folders (an include glob naming one, like .notes/**, brings it back) and "
         ".gitignore.",
         client="exclude", applies="index", cli=True, scope="resource")
     index_dir: str | None = setting(
@@ -190,6 +191,11 @@ class Settings:
         2_000_000, _int(1, 1_000_000_000), "Notes larger than this are skipped with a warning "
         "(they are rarely notes).",
         client="maxFileBytes", applies="index")
+    max_files: int = setting(
+        20_000, _int(1, 100_000_000), "Most notes a folder may hold before its first index asks "
+        "for confirmation (the CLI's --yes), as the home folder and / always do: pointing "
+        "mdsearch at the wrong folder costs a question, not an hour.",
+        client="maxFiles", applies="index", cli=True, scope="resource")
     max_chunks_per_file: int = setting(
         2_000, _int(1, 1_000_000), "Most chunks indexed from one note; a note over it is indexed "
         "up to it with a warning, so one huge note cannot hold back a vault.",

@@ -8,6 +8,10 @@ Obsidian bridge) is a small file over these names:
   fresh from a long-running process with :class:`IndexedFolder`;
 * ask it things: :class:`SearchRequest` / :class:`RelatedRequest`, validated when built, answered
   with :class:`SearchResult` (hits, notes, :class:`IndexState`) / :class:`Related`;
+* find the notes a command means: :func:`find_index_root` (walk up to the nearest indexed
+  folder), :func:`has_index`, :func:`count_notes` (ask before indexing a huge folder);
+* show a hit: :func:`snippet` / :func:`wrap` render a section's markdown (``chunk_texts``) as
+  plain text cut between words, with the query's words (:func:`query_terms`) marked;
 * make the model: :func:`create_embedder` (one per process; folders share it);
 * understand failures: the exceptions of :mod:`mdsearch_ls.engine.errors`, whose messages are
   written for people.
@@ -35,6 +39,7 @@ from mdsearch_ls.engine.folder import (
     load_in_background,
 )
 from mdsearch_ls.engine.indexer import IndexReport
+from mdsearch_ls.engine.render import Snippet, match_spans, plain_text, query_terms, snippet, wrap
 from mdsearch_ls.engine.requests import MAX_LIMIT, RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search import Hit, QueryError
 from mdsearch_ls.engine.sources import MARKDOWN_SUFFIXES
@@ -44,7 +49,10 @@ from mdsearch_ls.engine.workspace import (
     Related,
     SearchResult,
     Workspace,
+    count_notes,
     default_index_dir,
+    find_index_root,
+    has_index,
 )
 
 
@@ -85,10 +93,19 @@ __all__ = [
     "RequestError",
     "SearchRequest",
     "SearchResult",
+    "Snippet",
     "Workspace",
+    "count_notes",
     "create_embedder",
     "default_index_dir",
+    "find_index_root",
+    "has_index",
     "is_markdown",
     "load_in_background",
+    "match_spans",
     "outline",
+    "plain_text",
+    "query_terms",
+    "snippet",
+    "wrap",
 ]

@@ -10,9 +10,11 @@ only a cache that can always be rebuilt from it.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -21,10 +23,12 @@ import pathspec
 
 __all__ = [
     "DEFAULT_EXCLUDES",
+    "HIDDEN_DIRS",
     "MARKDOWN_SUFFIXES",
     "ReadResult",
     "SourceFile",
     "SourceFilter",
+    "count_notes",
     "read_source",
     "relpath",
     "scan",
@@ -33,6 +37,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (".git/", "node_modules/", ".obsidian/", ".trash/")
+# Dot-folders (.venv/, .cache/, .config/ ...) hold tools' files, not a person's notes: left out
+# by default like the excludes above, except that an include glob naming one (``.notes/**``) or
+# an exclude negation (``!.notes/``) brings it back. The DEFAULT_EXCLUDES stay out regardless.
+HIDDEN_DIRS = ".*/"
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 DEFAULT_MAX_FILE_BYTES = 2_000_000
 
@@ -158,6 +166,11 @@ class SourceFilter:
         self._real_root = _realpath(self.root) or str(self.root)
         self._include = pathspec.GitIgnoreSpec.from_lines(list(include)) if include else None
         self._exclude = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *exclude])
+        self._hidden = pathspec.GitIgnoreSpec.from_lines([HIDDEN_DIRS, *exclude])
+        self._named_dot_dirs = tuple(
+            seg for pattern in include for seg in pattern.strip().lstrip("!").split("/")
+            if seg.startswith(".") and seg not in (".", "..")
+        )
         self._index_rels = self._index_rels_for(index_dir)
         self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
         self._dir_cache: dict[str, bool] = {}
@@ -227,10 +240,19 @@ class SourceFilter:
             (bool(parent) and self.dir_rejected(parent))
             or self._in_index_dir(rel_dir)
             or self._exclude.match_file(rel_dir + "/")
+            or self._hidden_dir(rel_dir)
             or self._git_ignored(rel_dir, is_dir=True)
         )
         self._dir_cache[rel_dir] = rejected
         return rejected
+
+    def _hidden_dir(self, rel_dir: str) -> bool:
+        name = rel_dir.rpartition("/")[2]
+        if not name.startswith("."):
+            return False
+        if any(fnmatch.fnmatchcase(name, seg) for seg in self._named_dot_dirs):
+            return False
+        return self._hidden.match_file(rel_dir + "/")
 
     def _accepts_lexically(self, rel: str) -> bool:
         if not _is_markdown(rel):
@@ -266,16 +288,24 @@ def _check_root(root: Path) -> Path:
     return Path(os.path.normpath(root.absolute()))
 
 
-def _walk(root: Path, flt: SourceFilter, warn: Callable[[str], None]) -> Iterable[tuple[Path, str]]:
+def _walk(
+    root: Path,
+    flt: SourceFilter,
+    warn: Callable[[str], None],
+    keep_going: Callable[[], bool] | None = None,
+) -> Iterable[tuple[Path, str]]:
     """Yield ``(path, rel)`` of candidate notes, following symlinks only inside the root.
 
     Real directories already visited are skipped, which both ends symlink loops and
-    keeps a directory linked twice from being indexed twice.
+    keeps a directory linked twice from being indexed twice. ``keep_going`` is asked before
+    each directory (a count with a time limit stops in trees without a single note).
     """
     real_root = _realpath(root) or str(root)
     visited = {real_root}
     stack: list[tuple[Path, str]] = [(root, "")]
     while stack:
+        if keep_going is not None and not keep_going():
+            return
         directory, rel_dir = stack.pop()
         try:
             with os.scandir(directory) as it:
@@ -344,6 +374,37 @@ def scan(
         found.append(SourceFile(path=path, rel=rel, size=st.st_size, mtime=st.st_mtime))
     found.sort(key=lambda f: f.rel)
     return found
+
+
+def count_notes(
+    root: Path,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    index_dir: Path | None = None,
+    stop_after: int | None = None,
+    seconds: float | None = None,
+) -> tuple[int, bool]:
+    """``(n, complete)``: how many notes :func:`scan` would find (size limits aside), without
+    reading or stat-ing them. Counting stops past ``stop_after`` notes or after ``seconds``
+    (``complete`` is then False), so asking "more than 20,000?" of a home folder or of ``/``
+    costs a bounded walk, not a full one."""
+    root_abs = _check_root(root)
+    flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir)
+    deadline = None if seconds is None else time.monotonic() + seconds
+    timed_out = False
+
+    def keep_going() -> bool:
+        nonlocal timed_out
+        timed_out = deadline is not None and time.monotonic() > deadline
+        return not timed_out
+
+    n = 0
+    for _ in _walk(root_abs, flt, lambda _msg: None, keep_going):
+        n += 1
+        if stop_after is not None and n > stop_after:
+            return n, False
+    return n, not timed_out
 
 
 def read_source(

@@ -67,6 +67,50 @@ def default_index_dir(root: Path) -> Path:
     return cache_root() / "indexes" / f"{slug[:40]}-{digest}"
 
 
+def find_index_root(start: Path | str, index_dir: Path | str | None = None) -> Path | None:
+    """The notes folder a command run in ``start`` means: ``start`` or its nearest parent that has
+    an index (in the default place), like git finds its repository; None when there is none.
+
+    With ``index_dir`` (an index kept elsewhere), the folder it was built from (its ``ROOT``
+    file), whatever ``start`` is. Reads only: nothing is created.
+    """
+    if index_dir is not None:
+        try:
+            recorded = (Path(index_dir).expanduser() / "ROOT").read_text("utf-8").strip()
+        except OSError:
+            return None
+        root = Path(recorded)
+        return root if recorded and root.is_dir() else None
+    here = Path(start).expanduser().resolve()
+    for folder in (here, *here.parents):
+        candidate = default_index_dir(folder)
+        if candidate.is_dir() and any(candidate.glob("*.sqlite3")):
+            return folder
+    return None
+
+
+def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None = None,
+                seconds: float | None = None,
+                index_dir: Path | str | None = None) -> tuple[int, bool]:
+    """``(n, complete)``: how many notes indexing ``root`` with ``settings`` would take in,
+    counting at most past ``stop_after`` notes or for ``seconds``, so a front end can ask before
+    indexing a huge or surprising folder."""
+    root = Path(root).expanduser()
+    chosen = index_dir or settings.index_dir
+    idx = Path(chosen).expanduser().resolve() if chosen else default_index_dir(root)
+    return sources.count_notes(root, include=settings.include, exclude=settings.exclude,
+                               index_dir=idx, stop_after=stop_after, seconds=seconds)
+
+
+def has_index(root: Path | str, settings: Settings, index_dir: Path | str | None = None) -> bool:
+    """Whether ``root`` has an index for these settings' embedding space (a read open would
+    succeed); reads only."""
+    chosen = index_dir or settings.index_dir
+    idx = (Path(chosen).expanduser().resolve() if chosen
+           else default_index_dir(Path(root).expanduser()))
+    return (idx / f"{space_name(settings)}.sqlite3").is_file()
+
+
 # Embedding spaces of other settings kept beside the open one (the most recently opened first),
 # so switching a setting back and forth re-embeds nothing while a third one frees the oldest.
 KEEP_OTHER_SPACES = 1
@@ -542,6 +586,12 @@ class Workspace:
 
     def relpath(self, path: Path | str) -> str | None:
         return sources.relpath(self.root, Path(path))
+
+    def chunk_texts(self, chunk_ids: Iterable[str]) -> dict[str, str]:
+        """The markdown of indexed chunks by id (a hit's ``chunk_id``), for front ends that
+        render their own snippet (see :mod:`mdsearch_ls.engine.render`); unknown ids are left
+        out. Any thread; works read-only."""
+        return {cid: rec.text for cid, rec in self.manifest.get_chunks(list(chunk_ids)).items()}
 
     def is_indexed(self, rel: str) -> bool:
         """Whether the index holds this note (root-relative path)."""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,71 +11,65 @@ import pytest
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.workspace import Workspace
+from tests.integration.conftest import IndexedVault, run_cli
 
 pytestmark = pytest.mark.slow
 
-HIT_FIELDS = {"path", "title", "breadcrumb", "start_line", "end_line", "score", "snippet"}
+HIT_FIELDS = {"path", "title", "breadcrumb", "start_line", "end_line", "score", "snippet",
+              "line", "file", "keyword_rank"}
+CRISIS = "operations/Crisis management and escalation.md"
 
 
-def run(*args: str, cache: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache)}
-    return subprocess.run(
-        [sys.executable, "-m", "mdsearch_ls", *args],
-        capture_output=True, text=True, timeout=timeout, env=env,
-    )
-
-
-@pytest.fixture(scope="module")
-def cli_vault(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from tests.conftest import copy_vault
-
-    base = tmp_path_factory.mktemp("cli")
-    vault = copy_vault(base / "vault")
-    return vault, base / "index"
-
-
-def test_search_json_shape_and_ranking(cli_vault: tuple[Path, Path], tmp_path: Path) -> None:
-    vault, index = cli_vault
-    res = run("search", "crisis escalation threshold", "--root", str(vault), "--index-dir",
-              str(index), "--json", "-k", "3", cache=tmp_path)
+def test_search_json_shape_and_ranking(indexed_vault: IndexedVault) -> None:
+    vault, cache = indexed_vault.vault, indexed_vault.cache
+    res = run_cli("search", "crisis escalation threshold", "--json", "-k", "3", cache=cache,
+                  cwd=vault)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
+    assert set(out) == {"query", "root", "results", "notes", "index"}
     assert out["query"] == "crisis escalation threshold"
+    assert Path(out["root"]) == vault.resolve()
+    assert out["index"] == {"state": "ready", "files_done": 20, "files_total": 20}
     assert 1 <= len(out["results"]) <= 3
     for hit in out["results"]:
         assert set(hit) == HIT_FIELDS
         assert 0 <= hit["start_line"] <= hit["end_line"]
-    assert out["results"][0]["path"] == "operations/Crisis management and escalation.md"
+        assert hit["line"] == hit["start_line"] + 1  # 1-based for people, 0-based ranges kept
+        assert Path(hit["file"]) == vault.resolve() / hit["path"]
+        assert -1 <= hit["score"] <= 1
+        assert "**" not in hit["snippet"] and "\n" not in hit["snippet"]
+    assert out["results"][0]["path"] == CRISIS
     # The index is a cache outside the notes: nothing was written into the vault.
     assert not any(p.name.endswith((".sqlite3", ".lock")) for p in vault.rglob("*"))
 
 
-def test_search_text_names_path_line_and_similarity(
-    cli_vault: tuple[Path, Path], tmp_path: Path
-) -> None:
-    vault, index = cli_vault
-    as_json = run("search", "crisis escalation threshold", "--root", str(vault), "--index-dir",
-                  str(index), "--json", "-k", "2", cache=tmp_path)
-    text = run("search", "crisis escalation threshold", "--root", str(vault), "--index-dir",
-               str(index), "-k", "2", cache=tmp_path)
+def test_search_text_names_path_line_and_similarity(indexed_vault: IndexedVault) -> None:
+    vault, cache = indexed_vault.vault, indexed_vault.cache
+    as_json = run_cli("search", "crisis escalation threshold", "--json", "-k", "2", cache=cache,
+                      cwd=vault)
+    text = run_cli("search", "crisis escalation threshold", "-k", "2", cache=cache, cwd=vault)
     assert text.returncode == 0, text.stderr
     best = json.loads(as_json.stdout)["results"][0]
-    first = text.stdout.splitlines()[0]
+    lines = text.stdout.splitlines()
     start, end = best["start_line"] + 1, best["end_line"] + 1
-    assert first == (f" 1. {best['path']}:{start}  "
-                     f"(lines {start}-{end}, similarity {best['score']:.2f})")
-    assert text.stdout.splitlines()[1].strip() == best["breadcrumb"]
+    # Inside the vault the path is relative to it (what a terminal opens on a click).
+    assert lines[0] == (f" 1. {best['path']}:{start}  "
+                        f"(lines {start}-{end}, similarity {best['score']:.2f})")
+    assert lines[1].strip() == best["breadcrumb"]
+    # From elsewhere, the same hit is named by a path that opens from there.
+    outside = run_cli("search", "crisis escalation threshold", "-k", "1", "--root", str(vault),
+                      cache=cache, cwd=vault.parent)
+    assert outside.stdout.splitlines()[0].startswith(f" 1. vault/{best['path']}:{start} ")
 
 
-def test_queries_file_loads_the_model_once(cli_vault: tuple[Path, Path], tmp_path: Path) -> None:
-    vault, index = cli_vault
+def test_queries_file_loads_the_model_once(indexed_vault: IndexedVault, tmp_path: Path) -> None:
+    vault, cache = indexed_vault.vault, indexed_vault.cache
     queries = tmp_path / "q.txt"
     lines = ["revenue tracking", json.dumps({"query": "security protocols", "id": 7}),
              "", "token efficiency"]
     queries.write_text("\n".join(lines) + "\n", encoding="utf-8")
     t0 = time.perf_counter()
-    res = run("search", "--queries", str(queries), "--root", str(vault), "--index-dir",
-              str(index), "--json", cache=tmp_path)
+    res = run_cli("search", "--queries", str(queries), "--json", cache=cache, cwd=vault)
     elapsed = time.perf_counter() - t0
     assert res.returncode == 0, res.stderr
     objs = [json.loads(line) for line in res.stdout.splitlines()]
@@ -88,44 +80,53 @@ def test_queries_file_loads_the_model_once(cli_vault: tuple[Path, Path], tmp_pat
     assert elapsed < 90
 
 
-def test_status_json(cli_vault: tuple[Path, Path], tmp_path: Path) -> None:
-    vault, index = cli_vault
-    res = run("status", "--root", str(vault), "--index-dir", str(index), "--json",
-              cache=tmp_path)
+def test_status_json(indexed_vault: IndexedVault) -> None:
+    vault, cache = indexed_vault.vault, indexed_vault.cache
+    res = run_cli("status", "--root", str(vault), "--json", cache=cache)
     assert res.returncode == 0, res.stderr
     info = json.loads(res.stdout)
     assert info["files"] == 20 and info["chunks"] > 100
     assert info["model"] == "all-MiniLM-L6-v2"
-    assert Path(info["index_dir"]) == index.resolve()
+    assert info["index"]["state"] == "ready"
 
 
-def test_bad_filter_is_a_usage_error(cli_vault: tuple[Path, Path], tmp_path: Path) -> None:
-    vault, index = cli_vault
-    res = run("search", "colour:red invoices", "--root", str(vault), "--index-dir", str(index),
-              "--mode", "keyword", "--no-update", cache=tmp_path)
+def test_bad_filter_value_is_a_usage_error(indexed_vault: IndexedVault) -> None:
+    vault, cache = indexed_vault.vault, indexed_vault.cache
+    res = run_cli("search", "modified:yesterday invoices", "--mode", "keyword", "--no-update",
+                  cache=cache, cwd=vault)
     assert res.returncode == 2
-    assert "unknown filter 'colour:'" in res.stderr
-    assert "path:" in res.stderr and "tag:" in res.stderr
+    assert "modified:yesterday" in res.stderr and "expected a date" in res.stderr
+    assert res.stdout == ""
 
 
-def test_filter_flags_match_inline_filters(cli_vault: tuple[Path, Path], tmp_path: Path) -> None:
-    vault, index = cli_vault
-    common = ("--root", str(vault), "--index-dir", str(index), "--mode", "keyword",
-              "--no-update", "--json", "-k", "10")
-    flags = run("search", "policy", "--path", "finance/", *common, cache=tmp_path)
-    inline = run("search", "policy path:finance/", *common, cache=tmp_path)
+def test_filter_flags_match_inline_filters(indexed_vault: IndexedVault) -> None:
+    vault, cache = indexed_vault.vault, indexed_vault.cache
+    common = ("--mode", "keyword", "--no-update", "--json", "-k", "10")
+    flags = run_cli("search", "policy", "--path", "finance/", *common, cache=cache, cwd=vault)
+    inline = run_cli("search", "policy path:finance/", *common, cache=cache, cwd=vault)
     assert flags.returncode == 0 and inline.returncode == 0, flags.stderr + inline.stderr
     got = [h["path"] for h in json.loads(flags.stdout)["results"]]
     assert got and all(p.startswith("finance/") for p in got)
     assert got == [h["path"] for h in json.loads(inline.stdout)["results"]]
-    bad = run("search", "policy", "--modified", "last week", *common, cache=tmp_path)
+    bad = run_cli("search", "policy", "--modified", "last week", *common, cache=cache,
+                  cwd=vault)
     assert bad.returncode == 2 and "expected a date" in bad.stderr
 
 
 def test_missing_root_exits_2(tmp_path: Path) -> None:
-    res = run("search", "anything", "--root", str(tmp_path / "nope"), cache=tmp_path)
+    res = run_cli("search", "anything", "--root", str(tmp_path / "nope"), cache=tmp_path)
     assert res.returncode == 2
     assert "not found" in res.stderr
+
+
+def test_bad_chunk_size_exits_2_naming_the_flag(tmp_path: Path) -> None:
+    from tests.conftest import copy_vault
+
+    vault = copy_vault(tmp_path / "small")
+    res = run_cli("index", str(vault), "--chunk-size", "-5", cache=tmp_path / "cache")
+    assert res.returncode == 2
+    assert "--chunk-size" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "cache").exists()
 
 
 def test_locked_index_exits_3_fast(tmp_path: Path, fake_embedder: object) -> None:
@@ -136,7 +137,7 @@ def test_locked_index_exits_3_fast(tmp_path: Path, fake_embedder: object) -> Non
     holder = Workspace(vault, Settings(), fake_embedder, index_dir=index)  # type: ignore[arg-type]
     try:
         t0 = time.perf_counter()
-        res = run("index", str(vault), "--index-dir", str(index), cache=tmp_path)
+        res = run_cli("index", str(vault), "--index-dir", str(index), cache=tmp_path)
         assert res.returncode == 3, res.stderr
         assert "in use" in res.stderr and str(os.getpid()) in res.stderr
         assert time.perf_counter() - t0 < 30  # fails fast: no model load, no hang
@@ -157,21 +158,21 @@ def test_search_reads_an_index_another_process_writes(
     try:
         holder.index()
         generation = holder.manifest.generation
-        res = run("search", "crisis escalation threshold", "--root", str(vault), "--index-dir",
-                  str(index), "--json", "-k", "3", cache=tmp_path)
+        res = run_cli("search", "crisis escalation threshold", "--root", str(vault),
+                      "--index-dir", str(index), "--json", "-k", "3", cache=tmp_path)
         assert res.returncode == 0, res.stderr
         assert "in use by another mdsearch process" in res.stderr
         hits = json.loads(res.stdout)["results"]
-        assert hits[0]["path"] == "operations/Crisis management and escalation.md"
+        assert hits[0]["path"] == CRISIS
         expected = holder.hits("crisis escalation threshold", 3)
         assert [h["breadcrumb"] for h in hits] == [h.breadcrumb for h in expected]
-        status = run("status", "--root", str(vault), "--index-dir", str(index), "--json",
-                     cache=tmp_path)
+        # --index-dir alone is enough: it records the folder it was built from.
+        status = run_cli("status", "--index-dir", str(index), "--json", cache=tmp_path)
         assert status.returncode == 0, status.stderr
         assert json.loads(status.stdout)["read_only"] is True
-        related = run("related", "operations/Crisis management and escalation.md", "--line",
-                      "26", "--root", str(vault), "--index-dir", str(index), "--json",
-                      cache=tmp_path)
+        assert Path(json.loads(status.stdout)["root"]) == vault.resolve()
+        related = run_cli("related", CRISIS, "--line", "27", "--root", str(vault),
+                          "--index-dir", str(index), "--json", cache=tmp_path)
         assert related.returncode == 0, related.stderr
         assert json.loads(related.stdout)["results"]
         assert holder.manifest.generation == generation  # the reader wrote nothing

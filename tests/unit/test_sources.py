@@ -160,13 +160,14 @@ def test_gitignore_refresh(tmp_path: Path) -> None:
 
 def test_index_dir_under_root_excluded(tmp_path: Path) -> None:
     write(tmp_path, "a.md")
-    index_dir = tmp_path / ".mdsearch" / "index"
+    # Not a dot-folder: those are left out by default anyway (see test_dot_folders.py).
+    index_dir = tmp_path / "_mdsearch" / "index"
     write(index_dir, "cache.md")
-    write(tmp_path, ".mdsearch/other.md")
-    assert rels(tmp_path, index_dir=index_dir) == [".mdsearch/other.md", "a.md"]
+    write(tmp_path, "_mdsearch/other.md")
+    assert rels(tmp_path, index_dir=index_dir) == ["_mdsearch/other.md", "a.md"]
     flt = SourceFilter(tmp_path, index_dir=index_dir)
-    assert not flt.accepts(".mdsearch/index/cache.md")
-    assert flt.accepts(".mdsearch/other.md")
+    assert not flt.accepts("_mdsearch/index/cache.md")
+    assert flt.accepts("_mdsearch/other.md")
 
 
 def test_index_dir_outside_root_changes_nothing(tmp_path: Path) -> None:

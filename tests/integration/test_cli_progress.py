@@ -1,0 +1,165 @@
+"""The progress line of a first index in a real terminal (tmux), and what Ctrl-C / SIGTERM in the
+middle of it leave behind: "loading model" while the model loads, a bar whose chunk count moves
+per embedded batch, a summary line; a stop that says how many notes were committed, which the
+index then holds, and a next run that finishes the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import run_cli
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None,
+                       reason="tmux is not installed (apt-get install -y tmux)"),
+]
+
+NOTES = 70  # more than one committed batch of one-chunk notes
+BAR = re.compile(r"indexing [█░]+ (\d+)/(\d+) notes · (\d+) chunks embedded · \d+:\d\d")
+STOPPED = re.compile(r"interrupted: (\d+) of (\d+) notes are in the index")
+
+
+def _vault(root: Path) -> Path:
+    topics = ["sourdough", "kilns", "ferns", "tides", "orchards", "lanterns", "glaciers"]
+    for i in range(NOTES):
+        topic = topics[i % len(topics)]
+        path = root / f"{topic}-{i:02d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {topic.title()} note {i}\n\nObservation {i} about {topic}: "
+                        f"measured on day {i}, with notes on what changed.\n", "utf-8")
+    return root
+
+
+class Terminal:
+    """A command in a detached tmux session, 160x30, and what its screen showed over time."""
+
+    def __init__(self, command: str, tmp: Path) -> None:
+        self.name = f"mdsearch-{uuid.uuid4().hex[:8]}"
+        self.pid_file = tmp / f"{self.name}.pid"
+        # The inner shell writes its pid and becomes mdsearch (exec), so the pid is mdsearch's;
+        # the outer shell reports the exit code and keeps the pane open to read it.
+        inner = f"echo $$ > {shlex.quote(str(self.pid_file))}; exec {command}"
+        outer = f"bash -c {shlex.quote(inner)}; echo EXIT=$?; exec sleep 3600"
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "30",
+                        "bash", "-c", outer], check=True)
+        self.seen: list[str] = []
+
+    def screen(self) -> list[str]:
+        out = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name],
+                             capture_output=True, text=True, check=True).stdout
+        lines = [line.rstrip() for line in out.splitlines() if line.strip()]
+        for line in lines:
+            if not self.seen or self.seen[-1] != line:
+                self.seen.append(line)
+        return lines
+
+    def wait_for(self, ok: Callable[[list[str]], bool], timeout: float, what: str) -> list[str]:
+        """Poll the screen until ``ok`` holds (a condition, not a fixed sleep)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = self.screen()
+            if ok(lines):
+                return lines
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}; screen showed:\n"
+                             + "\n".join(self.seen[-40:]))
+
+    @property
+    def pid(self) -> int:
+        return int(self.pid_file.read_text().strip())
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+def _bars(lines: list[str]) -> list[tuple[int, int, int]]:
+    return [tuple(int(g) for g in m.groups()) for line in lines  # type: ignore[misc]
+            if (m := BAR.search(line))]
+
+
+def _exit_code(lines: list[str]) -> int | None:
+    for line in lines:
+        if line.startswith("EXIT="):
+            return int(line.removeprefix("EXIT="))
+    return None
+
+
+def _command(vault: Path, cache: Path) -> str:
+    env = f"MDSEARCH_CACHE_DIR={shlex.quote(str(cache))} COLUMNS=160"
+    return f"env {env} {shlex.quote(sys.executable)} -m mdsearch_ls index {shlex.quote(str(vault))}"
+
+
+def _mid_batch(lines: list[str]) -> bool:
+    """Some chunks embedded, none committed yet: the first batch is being embedded."""
+    return any(done == 0 and chunks > 0 for done, _total, chunks in _bars(lines))
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_first_index_progress_and_a_stop_that_keeps_what_was_committed(
+    tmp_path: Path, how: str
+) -> None:
+    vault = _vault(tmp_path / "vault")
+    cache = tmp_path / "cache"
+    term = Terminal(_command(vault, cache), tmp_path)
+    try:
+        term.wait_for(lambda s: any("loading model all-MiniLM-L6-v2…" in x for x in s), 240,
+                      "the model-loading line")
+        term.wait_for(_mid_batch, 300, "chunks embedded while no note is committed yet")
+        if how == "ctrl-c":
+            subprocess.run(["tmux", "send-keys", "-t", term.name, "C-c"], check=True)
+        else:
+            os.kill(term.pid, signal.SIGTERM)
+        lines = term.wait_for(lambda s: _exit_code(s) is not None, 300, "mdsearch to exit")
+        assert _exit_code(lines) == (130 if how == "ctrl-c" else 143)
+        said = "\n".join(term.seen)
+        name = "Ctrl-C" if how == "ctrl-c" else "SIGTERM"
+        assert f"mdsearch: {name}: stopping after the current batch" in said
+        stopped = STOPPED.search(said)
+        assert stopped, said
+        committed, total = int(stopped.group(1)), int(stopped.group(2))
+        assert total == NOTES and 0 < committed < NOTES
+        # The bar counted notes out of the right total and the chunk count moved.
+        bars = _bars(term.seen)
+        assert all(t == NOTES for _d, t, _c in bars)
+        assert len({c for _d, _t, c in bars}) >= 2
+    finally:
+        term.close()
+    # What the message said is what the index holds, and it knows it was cut short.
+    status = json.loads(run_cli("status", "--root", str(vault), "--json", cache=cache).stdout)
+    assert status["files"] == committed
+    assert status["index"]["state"] == "interrupted"
+    # The next run finishes the rest and ends with a summary line.
+    rest = run_cli("index", str(vault), cache=cache)
+    assert rest.returncode == 0, rest.stderr
+    assert re.search(rf"indexed .*: {NOTES} files, {NOTES} chunks, {NOTES - committed} indexed",
+                     rest.stdout), rest.stdout
+
+
+def test_an_up_to_date_index_shows_no_bar_and_a_summary(tmp_path: Path) -> None:
+    """A second run has nothing to embed: no model load, no bar flashing by, one summary."""
+    vault = _vault(tmp_path / "vault")
+    cache = tmp_path / "cache"
+    first = run_cli("index", str(vault), cache=cache)
+    assert first.returncode == 0, first.stderr
+    term = Terminal(_command(vault, cache), tmp_path)
+    try:
+        lines = term.wait_for(lambda s: _exit_code(s) is not None, 120, "mdsearch to exit")
+        assert _exit_code(lines) == 0
+        assert any(re.match(rf"indexed .*: {NOTES} files, .* 0 indexed", x) for x in lines)
+        assert not any("loading model" in x or BAR.search(x) for x in term.seen), term.seen
+    finally:
+        term.close()
