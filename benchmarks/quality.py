@@ -141,7 +141,7 @@ def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
             if read.text is None:
                 continue
             note = chunking.parse_note(
-                read.text, fallback_title=Path(rel).stem,
+                read.text, fallback_title=Path(rel).stem, path=rel,
                 chunk_size=ws.settings.chunk_size, chunk_overlap=ws.settings.chunk_overlap,
             )
             src = sources.SourceFile(ws.root / rel, rel, 0, 0.0)
