@@ -19,6 +19,7 @@ between runs (only changed notes are embedded again).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -36,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine import manifest as manifest_mod  # noqa: E402
 from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder  # noqa: E402
+from mdsearch_ls.engine.ranking import RankingParams  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 K = 10
@@ -102,21 +104,25 @@ def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys}
 
 
-def apply_overrides(items: list[str]) -> dict[str, object]:
-    """``search.RRF_K=30`` -> set mdsearch_ls.engine.search.RRF_K to 30 for this run."""
+def ranking_params(items: list[str], fusion: str) -> tuple[RankingParams, dict[str, object]]:
+    """``convex_alpha=0.6`` -> RankingParams with that value (the rest the engine defaults)."""
     import ast
-    import importlib
 
-    done: dict[str, object] = {}
+    given: dict[str, object] = {"fusion": fusion}
     for item in items:
         name, _, value = item.partition("=")
-        module, _, attr = name.rpartition(".")
-        mod = importlib.import_module(f"mdsearch_ls.engine.{module}")
-        if not hasattr(mod, attr):
-            raise SystemExit(f"--set: {module} has no {attr}")
-        setattr(mod, attr, ast.literal_eval(value))
-        done[name] = getattr(mod, attr)
-    return done
+        if name not in RankingParams.names():
+            raise SystemExit(f"--param {name}: not a ranking parameter; one of "
+                             + ", ".join(RankingParams.names()))
+        try:
+            given[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            given[name] = value  # a bare word such as rrf
+    try:
+        params = RankingParams(**given)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise SystemExit(f"--param: {exc}") from None
+    return params, {k: v for k, v in given.items() if getattr(RankingParams(), k) != v}
 
 
 def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
@@ -170,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default="", help="free text stored in the JSON (what was tried)")
     ap.add_argument("--fts-tokenizer", default=None,
                     help="rebuild the index's FTS table with this tokenizer (an experiment)")
-    ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
-                    help="override an engine constant, e.g. search.KEYWORD_WEIGHT=0.8")
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="a ranking parameter for this run (engine.ranking.RankingParams), "
+                         "e.g. convex_alpha=0.6; repeatable")
     ap.add_argument("--fusion", default=Settings.fusion, help="hybrid fusion: convex or rrf")
     ap.add_argument("--chunk-size", type=int, default=Settings.chunk_size)
     ap.add_argument("--chunk-overlap", type=int, default=Settings.chunk_overlap)
@@ -179,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="print up to N queries hybrid got wrong at top-5")
     args = ap.parse_args(argv)
 
-    overrides = apply_overrides(args.set)
+    params, overrides = ranking_params(args.param, args.fusion)
     vault = args.vault.resolve()
     out = args.out or ROOT / "benchmarks" / "results" / f"quality-{vault.name}.json"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -194,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         index_dir = args.index_dir
 
     settings = Settings(per_file=1, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap,
-                        fusion=args.fusion)
+                        fusion=params.fusion)
     ws = Workspace(vault, settings, SentenceTransformerEmbedder(settings.model),
                    index_dir=index_dir)
+    ws.searcher.params = params
     t0 = time.perf_counter()
     report = ws.index()
     print(f"index: {report.summary()} ({time.perf_counter() - t0:.1f}s)", file=sys.stderr)
@@ -274,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         "label": args.label,
         "fts_tokenizer": tokenizer,
         "overrides": overrides,
+        "ranking": dataclasses.asdict(params),
         "metrics": summary,
         "by_kind": by_kind,
         "latency": lat,

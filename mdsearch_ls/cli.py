@@ -211,8 +211,10 @@ def _print_hits(query: str, hits: Sequence[Any], explain: bool) -> None:
         # path:line first, the form terminals and editors open on a click. The number is the
         # cosine similarity, labelled: in hybrid mode the order also weighs keywords and names,
         # so a bare number that is not sorted would look like a bug.
+        shown = f"similarity {h.score:.2f}" if h.score is not None else (
+            f"BM25 rank {h.keyword_rank}")  # keyword mode computes no similarity
         print(f"{i:2}. {h.path}:{h.start_line + 1}  "
-              f"(lines {h.start_line + 1}-{h.end_line + 1}, similarity {h.score:.2f})")
+              f"(lines {h.start_line + 1}-{h.end_line + 1}, {shown})")
         print(f"    {h.breadcrumb}")
         if h.snippet:
             print(f"    {h.snippet}")
@@ -233,7 +235,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from mdsearch_ls.engine.search import QueryError, structured_filters
+    from mdsearch_ls.engine.query import QueryError, structured_filters
 
     if not args.query and not args.queries and not args.phrase:
         _err("give a QUERY, --queries FILE or --phrase TEXT")

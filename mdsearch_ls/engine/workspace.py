@@ -30,8 +30,10 @@ from mdsearch_ls.engine import chunking, sources
 from mdsearch_ls.engine.embedder import Embedder, model_display_name
 from mdsearch_ls.engine.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
 from mdsearch_ls.engine.manifest import SCHEMA_VERSION, Manifest
-from mdsearch_ls.engine.search import Filters, Hit, Searcher, mean_vector
+from mdsearch_ls.engine.query import Filters
+from mdsearch_ls.engine.search import Hit, Searcher
 from mdsearch_ls.engine.store import ChromaStore, StoreError
+from mdsearch_ls.engine.vectors import mean_vector
 
 log = logging.getLogger(__name__)
 

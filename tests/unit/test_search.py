@@ -2,7 +2,7 @@
 
 Ranking here is asserted only in relative terms that any sane tuning keeps (an item found by both
 retrievers beats one found by one; a filter never lets an outsider in), so these tests survive
-changes to weights and constants in search.py.
+changes to the weights in ranking.RankingParams.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from datetime import datetime, timedelta
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.search import (
+from mdsearch_ls.engine.query import (
     FILTER_NAMES,
     Filters,
     QueryError,
-    boilerplate_weight,
-    make_snippet,
     parse_query,
     path_matches,
     structured_filters,
 )
+from mdsearch_ls.engine.ranking import RankingParams, boilerplate_weight
+from mdsearch_ls.engine.snippets import make_snippet
 
 
 def ts(day: str) -> float:
@@ -294,6 +294,25 @@ def test_convex_fusion_keeps_score_gaps_that_rrf_flattens(small, monkeypatch):
         ws.searcher.search("anything", 10, fusion="borda")
 
 
+def test_ranking_parameters_are_passed_to_the_searcher(small, monkeypatch):
+    """A benchmark tries a weight by replacing the searcher's parameters, not by editing a
+    module: the same query then ranks differently, and the cache does not serve the old order."""
+    from dataclasses import replace
+
+    ws, ids = small
+    semantic = [(ids["x.md"], 0.9), (ids["b.md"], 0.3), (ids["c.md"], 0.1)]
+    keyword_rows = [(ids["y.md"], 9.0), (ids["b.md"], 8.5)]
+    monkeypatch.setattr(ws.store, "query", lambda *a, **kw: list(semantic))
+    monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: list(keyword_rows))
+    s = ws.searcher
+    assert s.params == RankingParams()
+    assert s.search("anything", 10, fusion="convex")[0].path == "x.md"
+    monkeypatch.setattr(s, "params", replace(s.params, convex_alpha=0.0))
+    assert s.search("anything", 10, fusion="convex")[0].path == "y.md"
+    monkeypatch.setattr(s, "params", replace(s.params, fusion="rrf"))
+    assert s.search("anything", 10)[0].path == "b.md"  # no fusion given: the parameters'
+
+
 def test_only_hybrid_adds_adjacent_word_pairs_to_the_keyword_query(small, monkeypatch):
     ws, _ = small
     seen: dict[str, str] = {}
@@ -409,8 +428,23 @@ def test_scores_are_cosine_similarities(small):
     vec = ws.manifest.vectors([ws.manifest.chunks_for("c.md")[0].embed_hash])
     expected = float(next(iter(vec.values())) @ ws.embedder.vector(q))
     assert hit.score == pytest.approx(expected, abs=1e-4)
-    # Keyword mode reports the same kind of number when the model is loaded.
-    assert ws.search(q, 1, mode="keyword")[0].score == pytest.approx(expected, abs=1e-4)
+    assert ws.search(q, 1, mode="hybrid")[0].score == pytest.approx(expected, abs=1e-4)
+
+
+def test_keyword_hits_carry_their_bm25_rank_and_no_similarity(small, fake_embedder):
+    """Keyword mode never embeds the query, even with the model loaded: it has no similarity
+    to show (None, null in JSON), and says where BM25 put the hit instead."""
+    ws, _ = small
+    calls = fake_embedder.query_calls
+    hits = ws.search("cello strings", 5, mode="keyword")
+    assert fake_embedder.query_calls == calls
+    assert hits[0].path == "c.md"
+    assert [h.keyword_rank for h in hits] == sorted(h.keyword_rank for h in hits)
+    assert hits[0].keyword_rank == 1 and hits[0].bm25 is not None and hits[0].bm25 > 0
+    assert all(h.score is None and h.semantic_rank is None for h in hits)
+    assert hits[0].to_json()["score"] is None
+    hybrid = ws.search("cello strings", 5, mode="hybrid")[0]
+    assert hybrid.semantic_rank == 1 and hybrid.keyword_rank == 1 and hybrid.score is not None
 
 
 def test_keyword_mode_never_loads_the_model(tmp_path, write, make_workspace, fake_embedder_cls):
@@ -647,7 +681,11 @@ def test_boilerplate_is_ranked_below_a_unique_section(tmp_path, write, make_work
         hits = ws.search("quarterly roadmap items", 10, mode=mode)
         assert len(hits) == 4, mode
         assert hits[0].path == "plan.md", (mode, [h.path for h in hits])
-        assert hits[0].score < hits[1].score  # ranked first despite a lower similarity
+        # Ranked first despite a lower similarity (keyword mode, which has none: a lower BM25).
+        if mode == "keyword":
+            assert hits[0].bm25 < hits[1].bm25
+        else:
+            assert hits[0].score < hits[1].score
     # Control: without the down-weighting the template copies win, so the test above measures it.
     import mdsearch_ls.engine.search as search_mod
 

@@ -13,7 +13,8 @@ from typing import Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from mdsearch_ls.config import MODES
-from mdsearch_ls.engine.search import Hit, QueryError, structured_filters
+from mdsearch_ls.engine.query import QueryError, structured_filters
+from mdsearch_ls.engine.search import Hit
 from mdsearch_ls.lsp.features.symbols import hit_uri, run_in_pool, search_folders
 from mdsearch_ls.lsp.server import FolderIndex, MdSearchServer, uri_to_path
 

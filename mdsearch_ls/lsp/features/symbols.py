@@ -16,7 +16,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from mdsearch_ls.engine import chunking
-from mdsearch_ls.engine.search import Filters, Hit, QueryError
+from mdsearch_ls.engine.query import Filters, QueryError
+from mdsearch_ls.engine.search import Hit
 from mdsearch_ls.lsp.server import FolderIndex, MdSearchServer, path_to_uri
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def search_folders(
             continue
         merged.extend((folder, h) for h in ws.search(query, limit, mode=mode, filters=filters))
     if len(folders if folders is not None else ls.folders) > 1:
-        merged.sort(key=lambda fh: -fh[1].score)
+        merged.sort(key=lambda fh: -(fh[1].score or 0.0))  # None: keyword mode
     return merged[:limit]
 
 
