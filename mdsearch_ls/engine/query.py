@@ -1,5 +1,12 @@
 """The query grammar: what a person types, split into text to rank by and filters to apply.
 
+Text is searched as typed: ``word:value`` is a filter only when ``word`` is one of
+:data:`FILTER_NAMES`, so a CLI command (``obsidian daily:append``), a property
+(``[aliases:null]``), a log line (``root:x:0:0``), a URL or a Windows path is text, as people
+paste them. A name one typo away from a filter's (``tga:``) is text too, with a note saying so;
+only a known filter with a value it cannot use (``modified:last week``) is an error, since
+silently searching that as text would answer a different question than the one asked.
+
 Parsing is pure (no index, no model), so a front end can validate a query and report a mistake
 before anything is opened or loaded, and the same rules hold for the CLI, the editor and the
 structured ``filters`` arguments (which go through the same parser).
@@ -103,12 +110,49 @@ def _parse_when(value: str, name: str) -> tuple[str, float, float]:
     return op, day.timestamp(), following.timestamp()
 
 
-def parse_query(query: str) -> tuple[str, Filters]:
-    """Split ``revenue tag:finance path:reports/ "Q3 2024"`` into free text and :class:`Filters`.
+@dataclass(frozen=True)
+class ParsedQuery:
+    """A typed query, read: what to rank by, what to restrict to, and what to tell the person."""
 
-    Only ``name:value`` with an alphabetic name and no space after the colon is a filter, so
-    prose such as "note: the VPN" and times like 10:30 stay text; URLs are left alone. An unknown
-    name is an error listing the valid ones: a silently ignored filter returns wrong results.
+    text: str
+    """The words to rank by: the query without its filters (quoted phrases stay in it)."""
+    filters: Filters
+    notes: tuple[str, ...] = ()
+    """One line each about how the query was read, for a front end to show beside the hits
+    (stderr, a result's detail): e.g. a likely misspelt filter that was searched as text."""
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance with adjacent transpositions (``tga`` is one edit from ``tag``)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        cur = [i]
+        for j, cb in enumerate(b, start=1):
+            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                d = min(d, prev2[j - 2] + 1)
+            cur.append(d)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def near_filter_name(name: str) -> str | None:
+    """The filter name ``name`` is one typo away from (``pth`` -> ``path``, ``tags`` -> ``tag``),
+    if any. One edit only: two would reach ordinary words (``date`` is two from ``type``)."""
+    name = name.lower()
+    if len(name) < 2 or name in FILTER_NAMES:
+        return None
+    return next((n for n in FILTER_NAMES if _edit_distance(name, n) == 1), None)
+
+
+def parse_query(query: str) -> ParsedQuery:
+    """Split ``revenue tag:finance path:reports/ "Q3 2024"`` into text, filters and notes.
+
+    ``name:value`` is a filter only when ``name`` is a filter's name (any case) and no space
+    follows the colon, so prose ("note: the VPN"), times (10:30), URLs and any other
+    ``key:value`` stay text. A known filter with an unusable value raises :class:`QueryError`
+    naming the fix.
     """
     paths: list[str] = []
     tags: list[str] = []
@@ -117,6 +161,7 @@ def parse_query(query: str) -> tuple[str, Filters]:
     before: float | None = None
 
     phrases: list[str] = []
+    notes: dict[str, str] = {}
 
     def take(m: re.Match[str]) -> str:
         nonlocal after, before
@@ -125,16 +170,15 @@ def parse_query(query: str) -> tuple[str, Filters]:
                 phrases.append(m.group(3).strip())
             return " "
         name, value = m.group(1).lower(), m.group(2)
-        if value.startswith("//"):
-            return m.group(0)  # a URL such as https://example.com
+        if name not in FILTER_NAMES or value.startswith("//"):
+            # Text as typed (a URL such as https://example.com, a CLI command, a property).
+            near = near_filter_name(name)
+            if near and value and not value.startswith("//"):
+                notes.setdefault(near + name, f"`{m.group(1)}:` is not a filter, searched as "
+                                              f"text; did you mean `{near}:`?")
+            return m.group(0)
         if value.startswith('"') and value.endswith('"') and len(value) >= 2:
             value = value[1:-1]
-        if name not in FILTER_NAMES:
-            raise QueryError(
-                f"unknown filter '{m.group(1)}:'; valid filters are "
-                + ", ".join(f"{n}:" for n in FILTER_NAMES)
-                + ' (put text in quotes, like "todo:later", to search for it literally)'
-            )
         if not value:
             raise QueryError(f"filter {name}: needs a value, e.g. {name}:{_EXAMPLES[name]}")
         if name == "path":
@@ -160,7 +204,7 @@ def parse_query(query: str) -> tuple[str, Filters]:
             raise QueryError(f"type:{t}: mdsearch indexes md and markdown files")
     text = " ".join((rest + " " + " ".join(phrases)).split())
     filters = Filters(tuple(paths), tuple(tags), tuple(types), after, before, tuple(phrases))
-    return text, filters
+    return ParsedQuery(text, filters, tuple(notes.values()))
 
 
 def structured_filters(**values: str | Sequence[str] | None) -> Filters:
@@ -189,7 +233,7 @@ def structured_filters(**values: str | Sequence[str] | None) -> Filters:
                 phrases.append(v.strip())
             else:
                 parts.append(f'{name}:"{v.strip()}"')
-    _, filters = parse_query(" ".join(parts))
+    filters = parse_query(" ".join(parts)).filters
     return replace(filters, phrases=filters.phrases + tuple(phrases))
 
 

@@ -50,6 +50,10 @@ class RankingParams:
     title_weight: float = 1.0
     """In rrf fusion the named notes are a third ranked list (longer names first) of this
     weight."""
+    phrase_mode: str = "require"
+    """What a quoted phrase does when some section contains it: "require" (only such sections
+    are searched) or "prefer" (every section is, those containing it first). Either way a
+    phrase no section contains only reorders: the search never comes back empty for it."""
     min_pool: int = 50
     """Fewest candidates taken from each list, whatever k."""
     pool_per_hit: int = 6
@@ -58,6 +62,8 @@ class RankingParams:
     def __post_init__(self) -> None:
         if self.fusion not in FUSIONS:
             raise ValueError(f"fusion: expected one of {', '.join(FUSIONS)}, got {self.fusion!r}")
+        if self.phrase_mode not in ("require", "prefer"):
+            raise ValueError(f"phrase_mode: expected require or prefer, got {self.phrase_mode!r}")
         if not 0.0 <= self.convex_alpha <= 1.0:
             raise ValueError(f"convex_alpha: expected 0 to 1, got {self.convex_alpha}")
         if self.rrf_k < 0 or self.min_pool < 1 or self.pool_per_hit < 1:
@@ -87,6 +93,8 @@ class Candidate:
     fused: float = 0.0
     named: bool = False
     """Whether the named-note reward went to this candidate."""
+    phrases: int = 0
+    """How many of the query's quoted phrases the chunk holds, when they are preferences."""
 
 
 def boilerplate_weight(n_files: int) -> float:
@@ -169,7 +177,8 @@ def rank(
 
     Hybrid mode fuses by ``fusion`` and adds the named-note reward; a single mode orders by
     its own list's reciprocal rank. Every score is scaled by the candidate's boilerplate
-    weight. Ties are broken by cosine, then chunk id, so the order is deterministic.
+    weight. Candidates holding more of the query's preferred phrases come first. Ties are
+    broken by cosine, then chunk id, so the order is deterministic.
     """
     hybrid = mode == "hybrid"
     base = convex(cands, params) if hybrid and fusion == "convex" else rrf(cands, params)
@@ -179,4 +188,4 @@ def rank(
         fused[i] += extra
     ranked = [replace(c, fused=f, named=i in rewards) for i, (c, f) in enumerate(zip(
         cands, fused, strict=True))]
-    return sorted(ranked, key=lambda c: (-c.fused, -(c.cosine or 0.0), c.chunk.id))
+    return sorted(ranked, key=lambda c: (-c.phrases, -c.fused, -(c.cosine or 0.0), c.chunk.id))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +67,15 @@ class Hit(Location):
         return out
 
 
+@dataclass(frozen=True)
+class SearchResult:
+    """The hits of one search and the notes on how the query was read and run (a misspelt
+    filter searched as text, a quoted phrase no section contains), for a front end to show."""
+
+    hits: list[Hit]
+    notes: tuple[str, ...] = ()
+
+
 class Searcher:
     """Read side of one index. Thread-safe; never blocks on the writer.
 
@@ -91,7 +100,9 @@ class Searcher:
         self.embedder = embedder
         self.per_file = per_file
         self.params = params or RankingParams()
-        self._cache: OrderedDict[tuple[Any, ...], list[Hit]] = OrderedDict()
+        self._cache: OrderedDict[tuple[Any, ...], tuple[tuple[Hit, ...], tuple[str, ...]]] = (
+            OrderedDict()
+        )
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self.cache_hits = 0
@@ -120,9 +131,10 @@ class Searcher:
         filters: Filters | None = None,
         per_file: int | None = None,
         fusion: str | None = None,
-    ) -> list[Hit]:
-        """Ranked sections for a typed query (inline filters allowed); ``fusion`` None means
-        the searcher's ``params.fusion``."""
+    ) -> SearchResult:
+        """Ranked sections for a query as typed (inline filters allowed), with the notes a
+        person should see beside them; ``fusion`` None means the searcher's ``params.fusion``.
+        Raises :class:`QueryError` for a query that cannot be run (a malformed filter value)."""
         if mode not in MODES:
             raise QueryError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
         params = self.params
@@ -131,7 +143,8 @@ class Searcher:
             raise QueryError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
         if k < 1:
             raise QueryError("k must be at least 1")
-        text, inline = parse_query(query)
+        parsed = parse_query(query)
+        text, inline = parsed.text, parsed.filters
         if filters is not None and filters.phrases:
             # A phrase given as an argument is also text to rank by, as a typed one is.
             text = " ".join([text, *(p for p in filters.phrases if p not in inline.phrases)])
@@ -143,40 +156,81 @@ class Searcher:
             if cached is not None:
                 self._cache.move_to_end(key)
                 self.cache_hits += 1
-                return list(cached)
-        hits = self._search(text, k, mode, filters, per_file, fusion, params)
-        with self._lock:
-            self._cache[key] = hits
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return list(hits)
+        if cached is None:
+            cached = self._search(text, k, mode, filters, per_file, fusion, params)
+            with self._lock:
+                self._cache[key] = cached
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        hits, notes = cached
+        return SearchResult(list(hits), parsed.notes + notes)
 
     def _search(
         self, text: str, k: int, mode: str, filters: Filters, per_file: int, fusion: str,
         params: RankingParams,
-    ) -> list[Hit]:
+    ) -> tuple[tuple[Hit, ...], tuple[str, ...]]:
+        """Hits and notes. A quoted phrase restricts the search to the sections containing it
+        (``params.phrase_mode`` "require"); when none does, or none the filters allow, the
+        search runs without the requirement, sections holding more of the phrases first,
+        and a note says so: an empty list would tell the person nothing."""
         if not text.strip():
-            return []
+            return (), ()
         allowed = self.allowed_paths(filters)
         if allowed is not None and not allowed:
-            return []
+            return (), ()
+        phrases = tuple(p for p in filters.phrases if keyword.tokens(p))
+        if phrases and params.phrase_mode == "require":
+            match = keyword.phrase_match(phrases)
+            required = self.manifest.phrase_chunk_ids(match) if match else set()
+            if required:
+                hits = self._ranked(text, k, mode, phrases, allowed, per_file, fusion, params,
+                                    required=required)
+                if hits:
+                    return tuple(hits), ()
+        contains: dict[str, int] = {}
+        missing: list[str] = []
+        for p in phrases:
+            one = keyword.phrase_match([p])
+            ids = self.manifest.phrase_chunk_ids(one) if one else set()
+            if not ids:
+                missing.append(p)
+            for cid in ids:
+                contains[cid] = contains.get(cid, 0) + 1
+        hits = self._ranked(text, k, mode, (), allowed, per_file, fusion, params,
+                            contains=contains)
+        notes: tuple[str, ...] = ()
+        if phrases and (missing or params.phrase_mode == "require"):
+            notes = (_phrase_note(phrases, missing, filtered=allowed is not None),)
+        return tuple(hits), notes
+
+    def _ranked(
+        self,
+        text: str,
+        k: int,
+        mode: str,
+        phrases: Sequence[str],
+        allowed: set[str] | None,
+        per_file: int,
+        fusion: str,
+        params: RankingParams,
+        *,
+        required: set[str] | None = None,
+        contains: Mapping[str, int] | None = None,
+    ) -> list[Hit]:
+        """One retrieval and ranking: ``required`` restricts both lists to those chunks (and
+        ``phrases`` go into the keyword query as requirements); ``contains`` ranks chunks that
+        hold more of the quoted phrases first."""
         pool = params.pool(k)
-        phrase_ids: set[str] | None = None
-        if filters.phrases:
-            match = keyword.phrase_match(filters.phrases)
-            phrase_ids = self.manifest.phrase_chunk_ids(match) if match else set()
-            if not phrase_ids:
-                return []
         qvec: np.ndarray | None = None
         semantic: list[tuple[str, float]] = []
         if mode in ("hybrid", "semantic"):
             qvec = self.embedder.embed_query(text)
-            semantic = self._nearest(qvec, pool, k, allowed, phrase_ids)
+            semantic = self._nearest(qvec, pool, k, allowed, required)
         keyword_rows: list[tuple[str, float]] = []
         if mode in ("hybrid", "keyword"):
             # Adjacent-word phrases help the fused ranking but not BM25 alone (measured; see
             # keyword.build_match), so only hybrid asks for them.
-            match = keyword.build_match(text, filters.phrases, pairs=mode == "hybrid")
+            match = keyword.build_match(text, phrases, pairs=mode == "hybrid")
             if match:
                 keyword_rows = self.manifest.keyword_search(match, pool, allowed)
         cands = self._candidates(semantic, keyword_rows, allowed)
@@ -190,6 +244,8 @@ class Searcher:
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
         for c in cands:
             c.weight = boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
+            if contains:
+                c.phrases = contains.get(c.chunk.id, 0)
         named = self.named_notes(text, {c.chunk.path for c in cands}) if mode == "hybrid" else {}
         ordered = ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params)
         return self._collapse(ordered, k, per_file, mode, fusion if mode == "hybrid" else None)
@@ -376,3 +432,19 @@ class Searcher:
         cands = [c for c in cands if (c.cosine or 0.0) >= min_score]
         ordered = sorted(cands, key=lambda c: (-c.fused, c.chunk.id))
         return self._collapse(ordered, k, per_file, "related")
+
+
+def _phrase_note(phrases: Sequence[str], missing: Sequence[str], *, filtered: bool) -> str:
+    """Why a quoted phrase did not restrict the search, and what was shown instead."""
+    def quoted(ps: Sequence[str]) -> str:
+        return ", ".join(f'"{p}"' for p in ps)
+
+    if missing:
+        why = f"no section contains {quoted(missing)}"
+    elif filtered:
+        why = f"no section the filters allow contains {quoted(phrases)}"
+    else:
+        why = f"no section contains {quoted(phrases)}" + (" together" if len(phrases) > 1 else "")
+    if len(phrases) > len(missing):
+        return why + "; showing the closest matches, sections with the phrases first"
+    return why + "; showing the closest matches"

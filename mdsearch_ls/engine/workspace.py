@@ -298,7 +298,7 @@ class Workspace:
             mode=mode or self.settings.mode,
             filters=filters,
             fusion=self.settings.fusion,
-        )
+        ).hits
 
     def related(
         self,
