@@ -34,9 +34,6 @@ _CALLOUT_RE = re.compile(r"^([ \t]*(?:>[ \t]*)+)\[!([\w-]+)\][+-]?[ \t]*(.*)$", 
 # A backtick code span: a run of N backticks closed by exactly N, within one paragraph
 # (CommonMark: a blank line ends the paragraph, so a lone backtick never pairs across one).
 _CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)\1(?!`)", re.DOTALL)
-# The older, unbounded form still used to find code spans in the text of a rendered range;
-# see normalise_inline.
-_INLINE_CODE_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
 _BLANK_RUN_RE = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
 
 
@@ -127,7 +124,7 @@ def normalise_inline(text: str) -> str:
         return _normalise_prose(text)
     out: list[str] = []
     pos = 0
-    for m in _INLINE_CODE_RE.finditer(text):
+    for m in _CODE_SPAN_RE.finditer(text):
         out.append(_normalise_prose(text[pos : m.start()]))
         out.append(m.group(0))
         pos = m.end()

@@ -369,6 +369,9 @@ def test_list_items_are_block_boundaries() -> None:
         ("- item ^li1", "- item"),
         ("see `[[raw]]` and [[cooked]]", "see `[[raw]]` and cooked"),
         ("``a ` [[b]]`` [[c]]", "``a ` [[b]]`` c"),
+        # A stray backtick in one paragraph does not pair with the next paragraph's code span.
+        ("Press ` to open.\n\nSee `[[raw]]` and [[cooked]].",
+         "Press ` to open.\n\nSee `[[raw]]` and cooked."),
         ("2^10 is 1024, x ^y z", "2^10 is 1024, x ^y z"),
     ],
 )
