@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 
     passing = {}
     for label, f in filters.items():
-        allowed = ws.searcher.allowed_paths(parse_query(f)[1])
+        allowed = ws.searcher.allowed_paths(parse_query(f).filters)
         passing[label] = len(paths) if allowed is None else len(allowed)
 
     embedder.embed_query("warm up")

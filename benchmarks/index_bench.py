@@ -327,7 +327,7 @@ def _folder_prefix(path: str) -> str:
 def _filters(flt: str):  # type: ignore[no-untyped-def]
     from mdsearch_ls.engine.query import parse_query
 
-    return parse_query(flt)[1]
+    return parse_query(flt).filters
 
 
 if __name__ == "__main__":
