@@ -25,14 +25,14 @@ class NoteLookups:
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest
         self._lock = threading.Lock()
-        self._file_meta: tuple[int, dict[str, tuple[float, str]]] | None = None
+        self._mtimes: tuple[int, dict[str, float]] | None = None
         self._names: tuple[int, dict[str, tuple[frozenset[str], ...]]] | None = None
         self._allowed: dict[tuple[Any, ...], set[str]] = {}
         self._allowed_gen = -1
 
     def count(self) -> int:
         """How many notes the index holds."""
-        return len(self._files_meta())
+        return len(self._file_mtimes())
 
     def allowed_paths(self, filters: Filters) -> set[str] | None:
         """Notes passing the file-level filters, or None when there are none (all pass).
@@ -59,29 +59,29 @@ class NoteLookups:
         return paths
 
     def _compute_allowed(self, filters: Filters) -> set[str]:
-        files = self._files_meta()
-        paths = set(files)
+        mtimes = self._file_mtimes()
+        paths = set(mtimes)
         if filters.paths:
             matcher = PathMatcher.of(filters.paths)
             paths = {p for p in paths if matcher(p)}
         if filters.types:
             paths = {p for p in paths if p.rsplit(".", 1)[-1].lower() in filters.types}
         if filters.modified_after is not None:
-            paths = {p for p in paths if files[p][0] >= filters.modified_after}
+            paths = {p for p in paths if mtimes[p] >= filters.modified_after}
         if filters.modified_before is not None:
-            paths = {p for p in paths if files[p][0] < filters.modified_before}
+            paths = {p for p in paths if mtimes[p] < filters.modified_before}
         if filters.tags:
             paths &= self.manifest.paths_with_tags(filters.tags)
         return paths
 
-    def _files_meta(self) -> dict[str, tuple[float, str]]:
+    def _file_mtimes(self) -> dict[str, float]:
         gen = self.manifest.generation
-        cached = self._file_meta
+        cached = self._mtimes
         if cached is not None and cached[0] == gen:
             return cached[1]
-        meta = {p: (m, "") for p, m in self.manifest.file_mtimes().items()}
-        self._file_meta = (gen, meta)
-        return meta
+        mtimes = self.manifest.file_mtimes()
+        self._mtimes = (gen, mtimes)
+        return mtimes
 
     def _name_tokens(self) -> dict[str, tuple[frozenset[str], ...]]:
         gen = self.manifest.generation

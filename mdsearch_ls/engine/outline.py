@@ -152,6 +152,7 @@ class RawHeading:
 
 
 def raw_headings(doc: Doc) -> list[RawHeading]:
+    """The top-level headings in order; one nested in a list or quote opens no section."""
     out: list[RawHeading] = []
     tokens = doc.tokens
     for i, tok in enumerate(tokens):

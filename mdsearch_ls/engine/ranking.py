@@ -75,6 +75,7 @@ class RankingParams:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
+        """The parameters' names (what a benchmark's ``--param`` accepts)."""
         return tuple(f.name for f in fields(cls))
 
 
