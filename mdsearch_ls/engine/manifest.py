@@ -301,6 +301,7 @@ class Manifest:
         return ids, paths, matrix
 
     def phrase_chunk_ids(self, match: str) -> set[str]:
+        """Every chunk the FTS expression matches (unranked): the sections holding a phrase."""
         conn = self._conn()
         rows = conn.execute(
             "SELECT c.id FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "

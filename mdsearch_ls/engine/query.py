@@ -250,6 +250,8 @@ class PathMatcher:
 
     @classmethod
     def of(cls, patterns: Sequence[str]) -> PathMatcher:
+        """Compile ``path:`` values; ``**/x`` also matches ``x`` at the top (fnmatch's ``*``
+        crosses folders, but ``**/`` needs a folder before it)."""
         prefixes: list[str] = []
         globs: list[re.Pattern[str]] = []
         for pat in patterns:

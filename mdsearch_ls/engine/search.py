@@ -57,6 +57,7 @@ class Hit(Location):
     explain: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
+        """The hit for ``--json`` and LSP results: 0-based lines, score rounded (or null)."""
         out: dict[str, Any] = {
             **self.location_fields(),
             "score": None if self.score is None else round(self.score, 4),
