@@ -31,7 +31,7 @@ from quality import sanitize  # noqa: E402  (benchmarks/ is on sys.path when run
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder  # noqa: E402
-from mdsearch_ls.engine.search import parse_query  # noqa: E402
+from mdsearch_ls.engine.query import parse_query  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 MODES = ("hybrid", "semantic", "keyword")
@@ -85,7 +85,7 @@ def timed(ws: Workspace, query: str, mode: str) -> float:
     # swamp the few milliseconds being measured.
     ws.searcher._cache.clear()
     t0 = time.perf_counter()
-    ws.search(query, 10, mode=mode)
+    ws.hits(query, 10, mode=mode)
     return time.perf_counter() - t0
 
 
@@ -150,13 +150,13 @@ def main(argv: list[str] | None = None) -> int:
 
     passing = {}
     for label, f in filters.items():
-        allowed = ws.searcher.allowed_paths(parse_query(f)[1])
+        allowed = ws.searcher.allowed_paths(parse_query(f).filters)
         passing[label] = len(paths) if allowed is None else len(allowed)
 
     embedder.embed_query("warm up")
     for q in queries[:3]:
         for mode in MODES:
-            ws.search(q, 10, mode=mode)
+            ws.hits(q, 10, mode=mode)
     times: dict[str, dict[str, list[float]]] = {lab: {m: [] for m in MODES} for lab in filters}
     for q in queries:
         for _ in range(args.rounds):

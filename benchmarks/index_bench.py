@@ -95,7 +95,7 @@ def timed_search(ws: Workspace, query: str, mode: str) -> float:
     ws.searcher._cache.clear()
     ws.embedder._cache.clear()  # type: ignore[attr-defined]
     t0 = time.perf_counter()
-    ws.search(query, 10, mode=mode)
+    ws.hits(query, 10, mode=mode)
     return time.perf_counter() - t0
 
 
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # ---- search latency ---------------------------------------------------------------------
     queries = load_queries(args.queries, ws, args.n_queries)
-    ws.search("warm up the model and sqlite", 10, mode="hybrid")
+    ws.hits("warm up the model and sqlite", 10, mode="hybrid")
     latency: dict[str, dict[str, float]] = {}
     for mode in MODES:
         times = [timed_search(ws, q, mode) for q in queries]
@@ -325,9 +325,9 @@ def _folder_prefix(path: str) -> str:
 
 
 def _filters(flt: str):  # type: ignore[no-untyped-def]
-    from mdsearch_ls.engine.search import parse_query
+    from mdsearch_ls.engine.query import parse_query
 
-    return parse_query(flt)[1]
+    return parse_query(flt).filters
 
 
 if __name__ == "__main__":

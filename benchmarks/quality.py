@@ -1,24 +1,27 @@
 """Retrieval quality of every search mode on a labelled query set, with a plain BM25 baseline.
 
     python benchmarks/quality.py VAULT QUERIES.jsonl [--out FILE] [--modes hybrid,semantic,keyword]
-                                 [--index-dir DIR] [--raw]
+                                 [--index-dir DIR] [--cleaned] [--param NAME=VALUE ...]
 
 QUERIES has one JSON object per line: ``{"query": ..., "relevant": [paths relative to VAULT]}``
 and optionally ``"kind"`` (figures are also split by it). Every query runs through
-``Workspace.search`` with k=10 and per_file=1, so ranks are ranks of distinct notes. Per mode:
+the workspace's searcher with k=10 and per_file=1, so ranks are ranks of distinct notes. Per mode:
 top-1/3/5/10 accuracy (a relevant note within the first k), MRR@10 and nDCG@10 (binary
 relevance). The baseline is Okapi BM25 (k1=1.2, b=0.75) over whole files, lowercase
 unicode61-like tokens, no stemming, no stopwords, computed in the same run.
 
-Queries are natural language, not mdsearch syntax: unless ``--raw`` is given, double quotes are
-dropped and ``word:value`` pairs lose their colon, so ``chown "user"`` is not turned into a
-required phrase nor ``user:group`` into an unknown filter. Pass ``--index-dir`` to keep the index
-between runs (only changed notes are embedded again).
+Queries are scored exactly as typed: quotes are phrases (a requirement where some section holds
+them, else a preference), ``word:value`` is text unless ``word`` is a filter's name. A query the
+parser rejects counts as a miss and is listed. ``--cleaned`` also scores a cleaned variant beside
+(double quotes dropped, ``word:value`` without its colon; what the figures before December 2026
+measured), labelled as such. Pass ``--index-dir`` to keep the index between runs (only changed
+notes are embedded again).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -28,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine import manifest as manifest_mod  # noqa: E402
 from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder  # noqa: E402
+from mdsearch_ls.engine.ranking import RankingParams  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 K = 10
@@ -49,7 +54,8 @@ def tokens(text: str) -> list[str]:
 
 
 def sanitize(query: str) -> str:
-    """Natural-language query -> text the query parser reads as plain words."""
+    """The cleaned variant of a query: no phrases, no ``word:value`` (for the figure beside the
+    as-typed one, and for latency benchmarks that want plain words)."""
     return _FILTERISH.sub(r"\1 ", query.replace('"', " "))
 
 
@@ -102,21 +108,95 @@ def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys}
 
 
-def apply_overrides(items: list[str]) -> dict[str, object]:
-    """``search.RRF_K=30`` -> set mdsearch_ls.engine.search.RRF_K to 30 for this run."""
+def ranking_params(items: list[str], fusion: str) -> tuple[RankingParams, dict[str, object]]:
+    """``convex_alpha=0.6`` -> RankingParams with that value (the rest the engine defaults)."""
     import ast
-    import importlib
 
-    done: dict[str, object] = {}
+    given: dict[str, object] = {"fusion": fusion}
     for item in items:
         name, _, value = item.partition("=")
-        module, _, attr = name.rpartition(".")
-        mod = importlib.import_module(f"mdsearch_ls.engine.{module}")
-        if not hasattr(mod, attr):
-            raise SystemExit(f"--set: {module} has no {attr}")
-        setattr(mod, attr, ast.literal_eval(value))
-        done[name] = getattr(mod, attr)
-    return done
+        if name not in RankingParams.names():
+            raise SystemExit(f"--param {name}: not a ranking parameter; one of "
+                             + ", ".join(RankingParams.names()))
+        try:
+            given[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            given[name] = value  # a bare word such as rrf
+    try:
+        params = RankingParams(**given)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise SystemExit(f"--param: {exc}") from None
+    return params, {k: v for k, v in given.items() if getattr(RankingParams(), k) != v}
+
+
+@dataclasses.dataclass
+class Scores:
+    """Per-query metrics of one pass over the queries, per mode and for the BM25 baseline."""
+
+    rows: dict[str, list[dict[str, float]]]
+    times: dict[str, list[float]]
+    with_notes: int = 0
+    notes: list[str] = dataclasses.field(default_factory=list)
+    errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    misses: list[str] = dataclasses.field(default_factory=list)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        return {m: mean_metrics(rows) for m, rows in self.rows.items()}
+
+    def by_kind(self, kinds: list[str], modes: list[str]) -> dict[str, dict[str, dict]]:
+        out: dict[str, dict[str, dict]] = {}
+        for kind in sorted({k for k in kinds if k}):
+            idx = [i for i, k in enumerate(kinds) if k == kind]
+            out[kind] = {m: {"n": len(idx), **mean_metrics([rows[i] for i in idx])}
+                         for m, rows in self.rows.items()}
+        return out
+
+    def latency(self) -> dict[str, dict[str, float]]:
+        return {m: {"p50_ms": round(statistics.median(v) * 1000, 2),
+                    "p95_ms": round(sorted(v)[int(0.95 * (len(v) - 1))] * 1000, 2)}
+                for m, v in self.times.items() if v}
+
+    def note_kinds(self) -> dict[str, int]:
+        """How many notes of each kind the hybrid pass produced (the text up to ';' or '?')."""
+        kinds: Counter[str] = Counter()
+        for n in self.notes:
+            kinds[re.sub(r'"[^"]*"|`[^`]*`', "X", n).split(";")[0]] += 1
+        return dict(kinds)
+
+
+def score(ws: Workspace, bm25: BM25, queries: list[dict], modes: list[str],
+          transform: Callable[[str], str], want_misses: int) -> Scores:
+    """Run every query (as ``transform`` makes it) in every mode; a refused query is a miss."""
+    from mdsearch_ls.engine.query import QueryError
+
+    out = Scores({m: [] for m in [*modes, "bm25"]}, {m: [] for m in modes})
+    for q in queries:
+        relevant = set(q["relevant"])
+        text = transform(q["query"])
+        noted = False
+        for mode in modes:
+            ws.searcher._cache.clear()  # every mode pays for its own query embedding
+            ws.embedder._cache.clear()  # type: ignore[attr-defined]
+            ts = time.perf_counter()
+            try:
+                result = ws.searcher.search(text, K, mode=mode)
+            except QueryError as exc:
+                if mode == modes[0]:
+                    out.errors.append((text, str(exc)))
+                out.rows[mode].append(evaluate([], relevant))
+                continue
+            out.times[mode].append(time.perf_counter() - ts)
+            if result.notes and mode == "hybrid":
+                out.notes.extend(result.notes)
+            noted = noted or bool(result.notes)
+            ranked = [h.path for h in result.hits]
+            m = evaluate(ranked, relevant)
+            out.rows[mode].append(m)
+            if mode == "hybrid" and not m["top5"] and len(out.misses) < want_misses:
+                out.misses.append(f"  {text!r} want {sorted(relevant)[:2]} got {ranked[:3]}")
+        out.with_notes += noted
+        out.rows["bm25"].append(evaluate(bm25.search(text), relevant))
+    return out
 
 
 def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
@@ -141,7 +221,7 @@ def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
             if read.text is None:
                 continue
             note = chunking.parse_note(
-                read.text, fallback_title=Path(rel).stem,
+                read.text, fallback_title=Path(rel).stem, path=rel,
                 chunk_size=ws.settings.chunk_size, chunk_overlap=ws.settings.chunk_overlap,
             )
             src = sources.SourceFile(ws.root / rel, rel, 0, 0.0)
@@ -166,12 +246,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--modes", default="hybrid,semantic,keyword")
     ap.add_argument("--index-dir", type=Path)
-    ap.add_argument("--raw", action="store_true", help="pass queries to the parser unchanged")
+    ap.add_argument("--cleaned", action="store_true",
+                    help="also score the cleaned queries (no quotes, no word:value), beside")
     ap.add_argument("--label", default="", help="free text stored in the JSON (what was tried)")
     ap.add_argument("--fts-tokenizer", default=None,
                     help="rebuild the index's FTS table with this tokenizer (an experiment)")
-    ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
-                    help="override an engine constant, e.g. search.KEYWORD_WEIGHT=0.8")
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="a ranking parameter for this run (engine.ranking.RankingParams), "
+                         "e.g. convex_alpha=0.6; repeatable")
     ap.add_argument("--fusion", default=Settings.fusion, help="hybrid fusion: convex or rrf")
     ap.add_argument("--chunk-size", type=int, default=Settings.chunk_size)
     ap.add_argument("--chunk-overlap", type=int, default=Settings.chunk_overlap)
@@ -179,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="print up to N queries hybrid got wrong at top-5")
     args = ap.parse_args(argv)
 
-    overrides = apply_overrides(args.set)
+    params, overrides = ranking_params(args.param, args.fusion)
     vault = args.vault.resolve()
     out = args.out or ROOT / "benchmarks" / "results" / f"quality-{vault.name}.json"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -194,9 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         index_dir = args.index_dir
 
     settings = Settings(per_file=1, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap,
-                        fusion=args.fusion)
+                        fusion=params.fusion)
     ws = Workspace(vault, settings, SentenceTransformerEmbedder(settings.model),
                    index_dir=index_dir)
+    ws.searcher.params = params
     t0 = time.perf_counter()
     report = ws.index()
     print(f"index: {report.summary()} ({time.perf_counter() - t0:.1f}s)", file=sys.stderr)
@@ -209,64 +292,45 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             continue
     bm25 = BM25(docs)
-    ws.search("warm up", K, mode="hybrid")
+    ws.searcher.search("warm up", K, mode="hybrid")
 
-    per_mode: dict[str, list[dict[str, float]]] = {m: [] for m in [*modes, "bm25"]}
-    latency: dict[str, list[float]] = {m: [] for m in modes}
-    kinds: dict[str, str] = {}
-    sanitized = 0
-    misses: list[str] = []
-    for qi, q in enumerate(queries):
-        relevant = set(q["relevant"])
-        text = q["query"] if args.raw else sanitize(q["query"])
-        sanitized += text != q["query"]
-        kinds[str(qi)] = str(q.get("kind", ""))
-        for mode in modes:
-            ws.searcher._cache.clear()  # every mode pays for its own query embedding
-            ws.embedder._cache.clear()  # type: ignore[attr-defined]
-            ts = time.perf_counter()
-            hits = ws.search(text, K, mode=mode)
-            latency[mode].append(time.perf_counter() - ts)
-            ranked = [h.path for h in hits]
-            m = evaluate(ranked, relevant)
-            per_mode[mode].append(m)
-            if mode == "hybrid" and not m["top5"] and len(misses) < args.misses:
-                misses.append(f"  {q['query']!r} want {sorted(relevant)[:2]} got {ranked[:3]}")
-        per_mode["bm25"].append(evaluate(bm25.search(text), relevant))
-
-    summary = {m: mean_metrics(rows) for m, rows in per_mode.items()}
-    by_kind: dict[str, dict[str, dict[str, float]]] = {}
-    kind_values = sorted({k for k in kinds.values() if k})
-    for kind in kind_values:
-        idx = [i for i in range(len(queries)) if kinds[str(i)] == kind]
-        by_kind[kind] = {
-            m: {"n": len(idx), **mean_metrics([rows[i] for i in idx])}
-            for m, rows in per_mode.items()
-        }
-    lat = {m: {"p50_ms": round(statistics.median(v) * 1000, 2),
-               "p95_ms": round(sorted(v)[int(0.95 * (len(v) - 1))] * 1000, 2)}
-           for m, v in latency.items() if v}
+    typed = score(ws, bm25, queries, modes, lambda q: q, args.misses)
+    cleaned = score(ws, bm25, queries, modes, sanitize, 0) if args.cleaned else None
+    kinds = [str(q.get("kind", "")) for q in queries]
+    summary = typed.summary()
+    by_kind = typed.by_kind(kinds, modes)
 
     cols = ["top1", "top3", "top5", "top10", "mrr10", "ndcg10"]
-    print(f"\n{vault.name}: {len(queries)} queries ({sanitized} sanitized), "
-          f"{report.files_total} notes, {ws.manifest.counts()[1]} chunks")
+    print(f"\n{vault.name}: {len(queries)} queries as typed ({typed.with_notes} with a note, "
+          f"{len(typed.errors)} refused), {report.files_total} notes, "
+          f"{ws.manifest.counts()[1]} chunks")
     print(f"{'mode':<10}" + "".join(f"{c:>8}" for c in cols) + f"{'p50 ms':>9}")
+    lat = typed.latency()
     for m, s in summary.items():
         p50 = lat.get(m, {}).get("p50_ms", "")
         print(f"{m:<10}" + "".join(f"{s[c]:>8.3f}" for c in cols) + f"{p50:>9}")
     for kind, table in by_kind.items():
         print(f"  kind={kind} (n={table[modes[0] if modes else 'bm25']['n']}): " + ", ".join(
             f"{m} top1 {s['top1']:.2f} top3 {s['top3']:.2f}" for m, s in table.items()))
-    if misses:
+    if cleaned is not None:
+        changed = sum(sanitize(q["query"]) != q["query"] for q in queries)
+        print(f"cleaned ({changed} queries changed by cleaning; for comparison only):")
+        for m, s in cleaned.summary().items():
+            print(f"{m:<10}" + "".join(f"{s[c]:>8.3f}" for c in cols))
+    for text, error in typed.errors:
+        print(f"  refused: {text!r}: {error}")
+    if typed.misses:
         print("hybrid misses at top-5:")
-        print("\n".join(misses))
+        print("\n".join(typed.misses))
 
     result = {
         "vault": str(vault),
         "queries_file": str(args.queries),
         "queries": len(queries),
-        "sanitized_queries": sanitized,
-        "raw": args.raw,
+        "as_typed": True,
+        "queries_with_notes": typed.with_notes,
+        "query_notes_by_kind": typed.note_kinds(),
+        "refused_queries": [{"query": t, "error": e} for t, e in typed.errors],
         "notes": report.files_total,
         "chunks": ws.manifest.counts()[1],
         "k": K,
@@ -274,10 +338,18 @@ def main(argv: list[str] | None = None) -> int:
         "label": args.label,
         "fts_tokenizer": tokenizer,
         "overrides": overrides,
+        "ranking": dataclasses.asdict(params),
         "metrics": summary,
         "by_kind": by_kind,
         "latency": lat,
     }
+    if cleaned is not None:
+        result["cleaned"] = {
+            "note": "queries with double quotes dropped and word:value without its colon",
+            "changed_queries": sum(sanitize(q["query"]) != q["query"] for q in queries),
+            "metrics": cleaned.summary(),
+            "latency": cleaned.latency(),
+        }
     ws.close()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -39,7 +39,7 @@ MODES = ("hybrid", "semantic", "keyword")
 def timed(ws: Workspace, query: str, mode: str) -> tuple[float, list[str]]:
     ws.searcher._cache.clear()
     t0 = time.perf_counter()
-    hits = ws.search(query, 10, mode=mode)
+    hits = ws.hits(query, 10, mode=mode)
     return time.perf_counter() - t0, [f"{h.path}#{h.breadcrumb}" for h in hits]
 
 
@@ -79,8 +79,8 @@ def main() -> int:
 
     for q in queries[:3]:  # warm both sides
         for mode in MODES:
-            writer.search(q, 10, mode=mode)
-            reader.search(q, 10, mode=mode)
+            writer.hits(q, 10, mode=mode)
+            reader.hits(q, 10, mode=mode)
     times = {side: {m: [] for m in MODES} for side in ("writer", "reader")}
     same_top = {m: 0 for m in MODES}
     same_top5 = {m: 0 for m in MODES}

@@ -744,14 +744,14 @@ def _hit_json(hit: Any, ws: Any, rendered: Any, *, mode: str, explain: bool) -> 
     out["file"] = str(ws.root / hit.path)
     if mode == "keyword" or hit.score is None:
         out["score"] = None  # keyword order is BM25's; a cosine here would be a fake number
-    out["keyword_rank"] = (hit.explain or {}).get("keyword_rank")
+    out["keyword_rank"] = hit.keyword_rank
     out["snippet"] = rendered.text
     return out
 
 
 def _score_text(hit: Any, mode: str) -> str:
     if mode == "keyword" or hit.score is None:
-        rank = (hit.explain or {}).get("keyword_rank")
+        rank = hit.keyword_rank
         return f"BM25 rank {rank if rank is not None else '-'}"
     return f"similarity {hit.score:.2f}"
 

@@ -39,9 +39,10 @@ from mdsearch_ls.engine.folder import (
     load_in_background,
 )
 from mdsearch_ls.engine.indexer import IndexReport
+from mdsearch_ls.engine.query import QueryError
 from mdsearch_ls.engine.render import Snippet, match_spans, plain_text, query_terms, snippet, wrap
 from mdsearch_ls.engine.requests import MAX_LIMIT, RelatedRequest, SearchRequest
-from mdsearch_ls.engine.search import Hit, QueryError
+from mdsearch_ls.engine.search import Hit
 from mdsearch_ls.engine.sources import MARKDOWN_SUFFIXES
 from mdsearch_ls.engine.workspace import (
     IndexState,

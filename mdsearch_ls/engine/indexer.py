@@ -28,8 +28,9 @@ import numpy as np
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine import chunking, sources
-from mdsearch_ls.engine.manifest import ChunkRecord, FileRecord, FileUpdate, Manifest
-from mdsearch_ls.engine.store import ChromaStore
+from mdsearch_ls.engine.manifest import Manifest
+from mdsearch_ls.engine.records import ChunkRecord, FileRecord, FileUpdate
+from mdsearch_ls.engine.store import ChromaStore, chunk_metadata
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +92,9 @@ _BODY_WS = re.compile(r"\s+")
 
 
 def body_hash(chunk: chunking.Chunk) -> str:
-    """Hash of a chunk's body without its headings: equal for template sections across notes."""
-    body = chunk.embed_text.split("\n\n", 1)[1] if "\n\n" in chunk.embed_text else ""
-    return sha1(_BODY_WS.sub(" ", body).strip().lower())
+    """Hash of a chunk's body without its headings: equal for template sections across notes
+    (whitespace and case aside), which is how boilerplate is told from a note's own words."""
+    return sha1(_BODY_WS.sub(" ", chunk.body).strip().lower())
 
 
 @dataclass
@@ -151,7 +152,7 @@ class Indexer:
                 self.store.upsert(
                     [r.id for r in restorable],
                     np.stack([vecs[r.embed_hash] for r in restorable]),
-                    [self._metadata(r, files.get(r.path)) for r in restorable],
+                    [chunk_metadata(r, files.get(r.path)) for r in restorable],
                 )
             if lost:
                 # No cached vector: forget these notes so the next scan re-embeds them.
@@ -324,6 +325,7 @@ class Indexer:
                 note = chunking.parse_note(
                     read.text,
                     fallback_title=PurePosixPath(src.rel).stem,
+                    path=src.rel,
                     chunk_size=self.settings.chunk_size,
                     chunk_overlap=self.settings.chunk_overlap,
                 )
@@ -358,14 +360,10 @@ class Indexer:
             eh = sha1(ch.embed_text)
             records.append(
                 ChunkRecord(
+                    **ch.location_fields(),
                     id=chunk_id(src.rel, ch.ordinal, eh),
-                    path=src.rel,
                     ordinal=ch.ordinal,
                     section=ch.section,
-                    title=ch.title,
-                    breadcrumb=ch.breadcrumb,
-                    start_line=ch.start_line,
-                    end_line=ch.end_line,
                     text=ch.text,
                     embed_hash=eh,
                     body_hash=body_hash(ch),
@@ -398,7 +396,7 @@ class Indexer:
             for rec in p.records:
                 ids.append(rec.id)
                 vecs_out.append(cached[rec.embed_hash])
-                metas.append(self._metadata(rec, file_meta))
+                metas.append(chunk_metadata(rec, file_meta))
                 new_ids.add(rec.id)
         if ids:
             self.store.upsert(ids, np.stack(vecs_out), metas)
@@ -427,15 +425,3 @@ class Indexer:
 
     def _touch(self, old: FileRecord, src: sources.SourceFile) -> None:
         self.manifest.touch(old.path, src.mtime, src.size)
-
-    @staticmethod
-    def _metadata(rec: ChunkRecord, file: FileRecord | None) -> dict[str, str | int | float]:
-        return {
-            "path": rec.path,
-            "title": rec.title,
-            "breadcrumb": rec.breadcrumb,
-            "start_line": rec.start_line,
-            "end_line": rec.end_line,
-            "mtime": float(file.mtime) if file else 0.0,
-            "tags": ("," + ",".join(file.tags) + ",") if file and file.tags else "",
-        }

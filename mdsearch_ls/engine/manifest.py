@@ -19,10 +19,12 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from mdsearch_ls.engine.records import ChunkRecord, FileRecord, FileUpdate
 
 SCHEMA_VERSION = 1
 
@@ -66,47 +68,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     title, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
 """
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    """What the manifest knows about one note."""
-
-    path: str
-    content_hash: str
-    mtime: float
-    size: int
-    title: str
-    aliases: tuple[str, ...]
-    tags: tuple[str, ...]
-    chunk_ids: tuple[str, ...]
-    indexed_at: float = 0.0
-
-
-@dataclass(frozen=True)
-class ChunkRecord:
-    """One indexed chunk: where it is, what it says, and the hashes that key its vector."""
-
-    id: str
-    path: str
-    ordinal: int
-    section: int
-    title: str
-    breadcrumb: str
-    start_line: int
-    end_line: int
-    text: str
-    embed_hash: str
-    body_hash: str
-
-
-@dataclass(frozen=True)
-class FileUpdate:
-    """A note's complete new state; written atomically by :meth:`Manifest.apply`."""
-
-    file: FileRecord
-    chunks: tuple[ChunkRecord, ...]
-    keyword_rows: tuple[tuple[str, str], ...]  # (title column, body column) per chunk
 
 
 class Manifest:
@@ -184,28 +145,18 @@ class Manifest:
     def set_meta(self, key: str, value: str) -> None:
         conn = self._conn()
         with conn:
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
+            _put_meta(conn, key, value)
 
     def _bump(self, conn: sqlite3.Connection) -> None:
         with self._gen_lock:
             self._generation += 1
             gen = self._generation
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('generation', ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (str(gen),),
-        )
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('last_update', ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (str(time.time()),),
-        )
+        _put_meta(conn, "generation", str(gen))
+        _put_meta(conn, "last_update", str(time.time()))
 
     # ---- reads ------------------------------------------------------------------------------
+
+    _FILE_COLS = "path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at"
 
     def files(self) -> dict[str, FileRecord]:
         conn = self._conn()
@@ -213,21 +164,8 @@ class Manifest:
         for path, tag in conn.execute("SELECT path, tag FROM file_tags ORDER BY rowid"):
             tags.setdefault(path, []).append(tag)
         return {
-            row[0]: FileRecord(
-                path=row[0],
-                content_hash=row[1],
-                mtime=row[2],
-                size=row[3],
-                title=row[4],
-                aliases=tuple(json.loads(row[5])),
-                tags=tuple(tags.get(row[0], ())),
-                chunk_ids=tuple(json.loads(row[6])),
-                indexed_at=row[7],
-            )
-            for row in conn.execute(
-                "SELECT path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at "
-                "FROM files"
-            )
+            row[0]: _file_record(row, tags.get(row[0], ()))
+            for row in conn.execute(f"SELECT {self._FILE_COLS} FROM files")
         }
 
     def titles(self) -> dict[str, tuple[str, ...]]:
@@ -240,21 +178,15 @@ class Manifest:
         }
 
     def file(self, path: str) -> FileRecord | None:
-        row = self._conn().execute(
-            "SELECT path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at "
-            "FROM files WHERE path = ?",
-            (path,),
-        ).fetchone()
+        conn = self._conn()
+        sql = f"SELECT {self._FILE_COLS} FROM files WHERE path = ?"
+        row = conn.execute(sql, (path,)).fetchone()
         if row is None:
             return None
-        tags = [r[0] for r in self._conn().execute(
+        tags = [r[0] for r in conn.execute(
             "SELECT tag FROM file_tags WHERE path = ? ORDER BY rowid", (path,)
         )]
-        return FileRecord(
-            path=row[0], content_hash=row[1], mtime=row[2], size=row[3], title=row[4],
-            aliases=tuple(json.loads(row[5])), tags=tuple(tags),
-            chunk_ids=tuple(json.loads(row[6])), indexed_at=row[7],
-        )
+        return _file_record(row, tags)
 
     def counts(self) -> tuple[int, int]:
         conn = self._conn()
@@ -274,43 +206,28 @@ class Manifest:
         rows = self._conn().execute(
             f"SELECT {self._CHUNK_COLS} FROM chunks WHERE path = ? ORDER BY ordinal", (path,)
         )
-        return [ChunkRecord(*row) for row in rows]
+        return [_chunk_record(row) for row in rows]
 
-    def get_chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
-        out: dict[str, ChunkRecord] = {}
-        conn = self._conn()
-        for batch in _batched(list(ids), 500):
-            marks = ",".join("?" * len(batch))
-            for row in conn.execute(
-                f"SELECT {self._CHUNK_COLS} FROM chunks WHERE id IN ({marks})", batch
-            ):
-                out[row[0]] = ChunkRecord(*row)
-        return out
+    def get_chunks(self, ids: Iterable[str]) -> dict[str, ChunkRecord]:
+        sql = f"SELECT {self._CHUNK_COLS} FROM chunks WHERE id IN ({{marks}})"
+        return {row[0]: _chunk_record(row) for row in self._rows_in(sql, ids)}
 
     def vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        conn = self._conn()
-        for batch in _batched(list(dict.fromkeys(hashes)), 500):
-            marks = ",".join("?" * len(batch))
-            for h, blob in conn.execute(
-                f"SELECT embed_hash, vector FROM vectors WHERE embed_hash IN ({marks})", batch
-            ):
-                out[h] = np.frombuffer(blob, dtype=np.float32)
-        return out
+        sql = "SELECT embed_hash, vector FROM vectors WHERE embed_hash IN ({marks})"
+        return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in self._rows_in(sql, hashes)}
 
     def body_file_counts(self, body_hashes: Iterable[str]) -> dict[str, int]:
         """In how many notes each body text occurs: the measure of template boilerplate."""
-        out: dict[str, int] = {}
+        sql = ("SELECT body_hash, COUNT(DISTINCT path) FROM chunks "
+               "WHERE body_hash IN ({marks}) GROUP BY body_hash")
+        return {h: int(n) for h, n in self._rows_in(sql, body_hashes)}
+
+    def _rows_in(self, sql: str, keys: Iterable[str]) -> Iterator[tuple[Any, ...]]:
+        """Rows of ``sql``, whose ``IN ({marks})`` takes the keys, for any number of keys: in
+        batches, since SQLite limits the parameters of one statement."""
         conn = self._conn()
-        for batch in _batched(list(dict.fromkeys(body_hashes)), 500):
-            marks = ",".join("?" * len(batch))
-            for h, n in conn.execute(
-                f"SELECT body_hash, COUNT(DISTINCT path) FROM chunks "
-                f"WHERE body_hash IN ({marks}) GROUP BY body_hash",
-                batch,
-            ):
-                out[h] = int(n)
-        return out
+        for batch in _batched(list(dict.fromkeys(keys)), 500):
+            yield from conn.execute(sql.format(marks=",".join("?" * len(batch))), batch)
 
     def paths_with_tags(self, tags: Sequence[str]) -> set[str]:
         """Notes carrying every one of ``tags`` (a tag matches itself and its nested children)."""
@@ -384,6 +301,7 @@ class Manifest:
         return ids, paths, matrix
 
     def phrase_chunk_ids(self, match: str) -> set[str]:
+        """Every chunk the FTS expression matches (unranked): the sections holding a phrase."""
         conn = self._conn()
         rows = conn.execute(
             "SELECT c.id FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
@@ -490,6 +408,34 @@ class Manifest:
             raise
         else:
             conn.commit()
+
+
+def _file_record(row: Sequence[Any], tags: Iterable[str]) -> FileRecord:
+    """A ``files`` row (columns as in ``Manifest._FILE_COLS``) and its tags as a record."""
+    path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at = row
+    return FileRecord(
+        path=path, content_hash=content_hash, mtime=mtime, size=size, title=title,
+        aliases=tuple(json.loads(aliases)), tags=tuple(tags),
+        chunk_ids=tuple(json.loads(chunk_ids)), indexed_at=indexed_at,
+    )
+
+
+def _chunk_record(row: Sequence[Any]) -> ChunkRecord:
+    """A ``chunks`` row (columns as in ``Manifest._CHUNK_COLS``) as a record."""
+    cid, path, ordinal, section, title, breadcrumb, start, end, text, embed_hash, body_hash = row
+    return ChunkRecord(
+        id=cid, path=path, ordinal=ordinal, section=section, title=title,
+        breadcrumb=breadcrumb, start_line=start, end_line=end, text=text,
+        embed_hash=embed_hash, body_hash=body_hash,
+    )
+
+
+def _put_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
 
 
 def _batched(items: list[str], n: int) -> Iterator[list[str]]:

@@ -17,9 +17,21 @@ from typing import Any
 
 import numpy as np
 
+from mdsearch_ls.engine.records import FileRecord, Location
+
 log = logging.getLogger(__name__)
 
 Metadata = Mapping[str, str | int | float | bool]
+
+
+def chunk_metadata(loc: Location, file: FileRecord | None) -> dict[str, str | int | float]:
+    """What the collection stores beside a chunk's vector: its location and its note's mtime
+    and tags, so a Chroma ``where`` can filter by them (paths are what the searcher asks for)."""
+    return {
+        **loc.location_fields(),
+        "mtime": float(file.mtime) if file else 0.0,
+        "tags": ("," + ",".join(file.tags) + ",") if file and file.tags else "",
+    }
 
 
 class StoreError(RuntimeError):

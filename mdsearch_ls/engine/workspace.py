@@ -38,8 +38,9 @@ from mdsearch_ls.engine.errors import (
 from mdsearch_ls.engine.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
 from mdsearch_ls.engine.manifest import SCHEMA_VERSION, Manifest
 from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest
-from mdsearch_ls.engine.search import Hit, Searcher, mean_vector
+from mdsearch_ls.engine.search import Hit, Searcher
 from mdsearch_ls.engine.store import ChromaStore, StoreError
+from mdsearch_ls.engine.vectors import mean_vector
 
 log = logging.getLogger(__name__)
 
@@ -489,16 +490,18 @@ class Workspace:
 
     def search(self, request: SearchRequest) -> SearchResult:
         """Run a validated request (see :meth:`SearchRequest.build`)."""
-        hits = self.searcher.search(
+        found = self.searcher.search(
             request.query,
             request.k,
             mode=request.mode or self.settings.mode,
             filters=request.filters,
             fusion=self.settings.fusion,
         )
+        hits = found.hits
         if request.min_score is not None:
             hits = [h for h in hits if h.score is None or h.score >= request.min_score]
-        return SearchResult(hits, request.notes, self.index_state())
+        notes = tuple(dict.fromkeys((*request.notes, *found.notes)))
+        return SearchResult(hits, notes, self.index_state())
 
     def hits(
         self,

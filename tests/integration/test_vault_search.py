@@ -117,7 +117,8 @@ def test_exact_term_queries_are_found(vault_ws, mode):
     finds a relevant note in the first five hits, in hybrid and in keyword mode."""
     misses = []
     for row in EXACT:
-        paths = [h.path for h in vault_ws.searcher.search(row["query"], 5, mode=mode, per_file=1)]
+        found = vault_ws.searcher.search(row["query"], 5, mode=mode, per_file=1)
+        paths = [h.path for h in found.hits]
         if not set(row["relevant"]) & set(paths):
             misses.append((row["query"], paths))
     assert not misses, misses
@@ -138,3 +139,62 @@ def test_a_note_the_query_names_comes_first(vault_ws, query, expected):
     assert hits[0].path == expected, [h.path for h in hits]
     assert hits[0].explain["title_match"] is True
     assert sum(h.explain["title_match"] for h in hits if h.path == expected) == 1
+
+
+# ---- queries as typed: pasted commands, properties, log lines and paths are text -------------
+
+TYPED_NOTES = {
+    "Obsidian CLI.md": "# Obsidian CLI\n\nAppend a line to today's daily note from a terminal:\n\n"
+                       "```\nobsidian daily:append content=\"Call the bank\"\n```\n",
+    "Daily notes.md": "# Daily notes\n\nEach daily note starts from the template: tasks first, "
+                      "then a short journal entry for the day.\n",
+    "Properties.md": "# Properties\n\nAn empty list property shows as `[aliases:null]` in the "
+                     "source view; Obsidian fills it in when you add an alias.\n",
+    "Local accounts.md": "# Local accounts\n\nThe first line of /etc/passwd on the build server "
+                         "reads `root:x:0:0:root:/root:/bin/bash`.\n",
+    "Laptop.md": "# Laptop\n\nThe vault lives in `C:\\Users\\kim\\Documents\\Vault` on the "
+                 "Windows laptop, synced every hour.\n",
+    "Backups.md": "# Backups\n\nA copy of the vault is uploaded to http://backup.example.com/ "
+                  "every night and kept for thirty days.\n",
+    "Recipes.md": "# Recipes\n\nBake the bread at 220 degrees for forty minutes.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def typed_ws(tmp_path_factory, real_embedder):
+    base = tmp_path_factory.mktemp("typed")
+    root = base / "notes"
+    for rel, text in TYPED_NOTES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    ws = Workspace(root, Settings(), real_embedder, index_dir=base / "index")
+    ws.index()
+    yield ws
+    ws.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("obsidian daily:append content=", "Obsidian CLI.md"),
+        ("[aliases:null]", "Properties.md"),
+        ("root:x:0:0", "Local accounts.md"),
+        ("C:\\Users\\kim\\Documents\\Vault", "Laptop.md"),
+        ("http://backup.example.com/", "Backups.md"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+def test_a_query_typed_as_is_finds_its_note_first(typed_ws, query, expected, mode):
+    """People paste a CLI command, a property, a log line, a path or a URL: each is searched as
+    the text it is (no "unknown filter"), and the note holding it comes first."""
+    result = typed_ws.searcher.search(query, 5, mode=mode)
+    assert [h.path for h in result.hits][:1] == [expected], [h.path for h in result.hits]
+    assert result.notes == ()
+
+
+def test_a_phrase_no_note_contains_still_finds_the_closest_note(typed_ws):
+    """The tldr case ("Change the owner of "destination_dir" to "user""): a quoted word that
+    appears nowhere does not empty the result; the note says what happened."""
+    result = typed_ws.searcher.search('upload the "vault_dir" to the backup server nightly', 5)
+    assert result.hits[0].path == "Backups.md", [h.path for h in result.hits]
+    assert result.notes == ('no section contains "vault_dir"; showing the closest matches',)

@@ -110,7 +110,7 @@ BAD_ARGS = [
     ("mdsearch.search", [{"query": "x", "limit": "ten"}], "limit"),
     ("mdsearch.search", [{"query": "x", "limit": 0}], "limit"),
     ("mdsearch.search", [{"query": "x", "mode": "fuzzy"}], "mode"),
-    ("mdsearch.search", [{"query": "bread foo:bar"}], "foo"),
+    ("mdsearch.search", [{"query": "bread modified:last week"}], "modified"),
     ("mdsearch.search", [{"query": "x", "root": "/not/a/folder"}], "workspace folder"),
     ("mdsearch.search", [{"query": "x", "filters": "path:a/"}], "filters"),
     ("mdsearch.search", [{"query": "x", "filters": {"folder": "a/"}}], "valid filters are"),

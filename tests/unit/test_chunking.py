@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from mdsearch_ls.engine.chunking import (
     Chunk,
-    Heading,
     ParsedNote,
     normalize_obsidian,
     outline,
     parse_note,
     section_at_line,
 )
+from mdsearch_ls.engine.outline import Heading
 
 # The CommonMark spec's heading examples (CC-BY-SA 4.0, see the license file beside it).
 CM_TABLE = Path(__file__).parents[1] / "fixtures" / "commonmark-headings.jsonl"
@@ -369,6 +369,9 @@ def test_list_items_are_block_boundaries() -> None:
         ("- item ^li1", "- item"),
         ("see `[[raw]]` and [[cooked]]", "see `[[raw]]` and cooked"),
         ("``a ` [[b]]`` [[c]]", "``a ` [[b]]`` c"),
+        # A stray backtick in one paragraph does not pair with the next paragraph's code span.
+        ("Press ` to open.\n\nSee `[[raw]]` and [[cooked]].",
+         "Press ` to open.\n\nSee `[[raw]]` and cooked."),
         ("2^10 is 1024, x ^y z", "2^10 is 1024, x ^y z"),
     ],
 )
@@ -376,14 +379,43 @@ def test_normalize_obsidian(src: str, expected: str) -> None:
     assert normalize_obsidian(src) == expected
 
 
-def test_obsidian_in_chunks_display_text_is_raw() -> None:
+def test_obsidian_in_chunks_display_text_is_raw_but_comments_are_hidden() -> None:
     md = "# H\nSee [[Other Note|other]] and [[Third#Part]] ![[pic.png]] %%secret%%\n"
     n = note(md)
     (c,) = n.chunks
-    assert "[[Other Note|other]]" in c.text and "%%secret%%" in c.text
+    assert "[[Other Note|other]]" in c.text
+    # A comment is hidden in Obsidian's reading view: a snippet or hover must not show it.
+    assert "secret" not in c.text and "secret" not in n.sections[0].text
+    assert c.text.split("\n")[1].startswith("See [[Other Note|other]]")
+    assert len(c.text) == len(md.rstrip("\n"))  # blanked in place: offsets do not move
     assert c.embed_text == "stem\nH\n\nSee other and Third Part pic"
     assert "secret" not in c.keyword_text
     assert n.meta.links == ("Other Note", "Third", "pic.png")
+
+
+def test_a_comment_between_two_stray_backticks_stays_hidden() -> None:
+    """A lone backtick in one paragraph and another in a later one are not a code span (spans
+    end with their paragraph), so the comment between them is a comment."""
+    n = note("# Note\n\nUse the ` key.\n\n%%private%%\n\nAnother ` here.\n")
+    assert n.chunks
+    for c in n.chunks:
+        assert "private" not in c.text
+        assert "private" not in c.embed_text
+        assert "private" not in c.keyword_text
+        assert "private" not in c.body
+    assert "Use the ` key." in n.chunks[0].embed_text
+    assert "Another ` here." in n.chunks[0].embed_text
+
+
+def test_chunks_carry_their_location_and_body() -> None:
+    n = parse_note("# T\n\nBody text.\n\n## Sub\n\nMore.\n", fallback_title="T",
+                   path="dir/T.md")
+    assert [(c.path, c.title, c.breadcrumb, c.start_line, c.end_line) for c in n.chunks] == [
+        ("dir/T.md", "T", "T", 0, 2),
+        ("dir/T.md", "Sub", "T > Sub", 4, 6),
+    ]
+    assert [c.body for c in n.chunks] == ["Body text.", "More."]
+    assert n.chunks[1].embed_text == "T > Sub\n\nMore."
 
 
 def test_comment_hides_headings_and_tags_without_moving_lines() -> None:

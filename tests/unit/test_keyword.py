@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mdsearch_ls.engine.keyword import STOPWORDS, build_match, phrase_match, tokens
-from mdsearch_ls.engine.manifest import ChunkRecord, FileRecord, FileUpdate, Manifest
+from mdsearch_ls.engine.manifest import Manifest
+from mdsearch_ls.engine.records import ChunkRecord, FileRecord, FileUpdate
 
 
 def test_tokens_split_like_unicode61():
@@ -112,7 +113,9 @@ def fts(tmp_path):
     }
     updates = []
     for cid, text in texts.items():
-        chunk = ChunkRecord(cid, f"{cid}.md", 0, 0, cid, cid, 0, 0, text, f"e{cid}", f"b{cid}")
+        chunk = ChunkRecord(id=cid, path=f"{cid}.md", ordinal=0, section=0, title=cid,
+                            breadcrumb=cid, start_line=0, end_line=0, text=text,
+                            embed_hash=f"e{cid}", body_hash=f"b{cid}")
         file = FileRecord(f"{cid}.md", "h", 0.0, len(text), cid, (), (), (cid,))
         updates.append(FileUpdate(file, (chunk,), (("", text),)))
     m.apply(updates)

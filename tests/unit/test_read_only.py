@@ -40,8 +40,10 @@ def pair(vault, tmp_path, fake_embedder):
 
 def shape(hits):
     """Hits in rank order; sections tied on score (the fake embedder's zero cosines) may come
-    in either order from Chroma and from the exact search, so ties are sorted by name."""
-    out = [(h.path, h.breadcrumb, round(h.score, 4)) for h in hits]
+    in either order from Chroma and from the exact search, so ties are sorted by name. Keyword
+    hits have no similarity: their fused score stands in."""
+    out = [(h.path, h.breadcrumb, round(h.explain["fused"] if h.score is None else h.score, 4))
+           for h in hits]
     return sorted(out, key=lambda t: (out.index(next(x for x in out if x[2] == t[2])), t))
 
 

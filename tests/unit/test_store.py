@@ -173,3 +173,20 @@ def test_reopen_sees_persisted_vectors(tmp_path):
     # Another collection name is another embedding space: empty.
     other = ChromaStore(tmp_path / "c", "other-space-v1")
     assert other.count() == 0
+
+
+def test_chunk_metadata_is_derived_from_the_location(store):
+    """The store's metadata is the chunk's Location plus its note's mtime and tags, spelled in
+    one place, and a path where-clause finds the chunk by it."""
+    from mdsearch_ls.engine.records import ChunkRecord, FileRecord
+    from mdsearch_ls.engine.store import chunk_metadata
+
+    rec = ChunkRecord(path="a/b.md", title="B", breadcrumb="A > B", start_line=3, end_line=9,
+                      id="c1", ordinal=0, section=1, text="x", embed_hash="e", body_hash="h")
+    file = FileRecord("a/b.md", "h", 12.5, 1, "B", (), ("x", "y/z"), ("c1",))
+    meta = chunk_metadata(rec, file)
+    assert meta == {**rec.location_fields(), "mtime": 12.5, "tags": ",x,y/z,"}
+    assert list(meta)[:5] == ["path", "title", "breadcrumb", "start_line", "end_line"]
+    assert chunk_metadata(rec, None)["tags"] == ""
+    store.upsert(["c1"], np.stack([unit([1, 0, 0])]), [meta])
+    assert [cid for cid, _ in store.query(unit([1, 0, 0]), 1, where={"path": "a/b.md"})] == ["c1"]

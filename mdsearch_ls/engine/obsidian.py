@@ -1,0 +1,253 @@
+"""Obsidian's markdown extensions, read the way a person reads a rendered note.
+
+``[[Note|alias]]`` reads as "alias", a callout marker is noise, ``==highlight==`` is its text, a
+``^block-id`` is an address, and a ``%%comment%%`` is not meant to be read at all; left in, they
+skew both the vectors and BM25. Inline ``#tags`` and wikilink targets are note metadata (the
+``tag:`` filter, the link graph). Everything here works on the text and on offset ranges the
+caller computed (code blocks, comments), so it knows nothing of sections or chunks; the syntax is
+literal inside code, fenced or inline, because ``[[`` or ``%%`` there is code.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+# Inline parser: text_join is off so backslash escapes and entities stay separate
+# ``text_special`` tokens, which lets tag detection ignore ``\\#x``.
+INLINE_PARSER = MarkdownIt("commonmark")
+INLINE_PARSER.disable("text_join")
+
+# Obsidian tag: '#' at start or after whitespace, then letters/digits/_/-/'/'.
+_TAG_RE = re.compile(r"(?:(?<=\s)|^)#([\w/-]+)")
+WIKILINK_RE = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
+_MD_LINK_RE = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)")
+# ``==highlight==`` (Obsidian) reads as its text; ``a == b`` is not one (no space inside the marks).
+_HIGHLIGHT_RE = re.compile(r"(?<![=\\])==(?=[^\s=])([^\n=]*?[^\s=])==(?!=)")
+# A block id (``... ^intro-2``) ends a paragraph or list item: an address, not words.
+_BLOCK_ID_RE = re.compile(r"[ \t]\^[A-Za-z0-9-]+[ \t]*$", re.MULTILINE)
+_CALLOUT_RE = re.compile(r"^([ \t]*(?:>[ \t]*)+)\[!([\w-]+)\][+-]?[ \t]*(.*)$", re.MULTILINE)
+# A backtick code span: a run of N backticks closed by exactly N, within one paragraph
+# (CommonMark: a blank line ends the paragraph, so a lone backtick never pairs across one).
+_CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)\1(?!`)", re.DOTALL)
+_BLANK_RUN_RE = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
+
+
+def in_ranges(pos: int, ranges: list[tuple[int, int]], keys: list[int]) -> bool:
+    """Whether ``pos`` falls in one of the sorted, disjoint ``ranges`` (``keys``: their starts)."""
+    i = bisect.bisect_right(keys, pos) - 1
+    return i >= 0 and ranges[i][0] <= pos < ranges[i][1]
+
+
+# --------------------------------------------------------------------------- comments
+
+
+def comment_spans(text: str, literal: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Obsidian ``%%...%%`` spans outside the ``literal`` ranges (code blocks, front matter) and
+    outside code spans; an unclosed one runs to the end, as Obsidian hides it."""
+    if "%%" not in text:
+        return []
+    keys = [a for a, _ in literal]
+    marks: list[int] = []
+    pos = text.find("%%")
+    while pos != -1:
+        if not in_ranges(pos, literal, keys):
+            marks.append(pos)
+        pos = text.find("%%", pos + 2)
+    if marks and "`" in text:
+        # ``printf "%%d"`` in a code span is code, not a comment marker. Spans end with their
+        # paragraph: two stray backticks in different paragraphs must not hide a comment.
+        spans = [m.span() for m in _CODE_SPAN_RE.finditer(text)]
+        span_keys = [a for a, _ in spans]
+        marks = [m for m in marks if not in_ranges(m, spans, span_keys)]
+    out = []
+    for i in range(0, len(marks), 2):
+        start = marks[i]
+        end = marks[i + 1] + 2 if i + 1 < len(marks) else len(text)
+        out.append((start, end))
+    return out
+
+
+def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """Replace spans by spaces but keep newlines, so lines do not move."""
+    parts = []
+    pos = 0
+    for a, b in spans:
+        parts.append(text[pos:a])
+        parts.append(re.sub(r"[^\n]", " ", text[a:b]))
+        pos = b
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------- reading text
+
+
+def _readable_target(target: str, *, embed: bool) -> str:
+    name = target.rstrip("/").rsplit("/", 1)[-1]
+    if embed and "." in name:
+        name = name.rsplit(".", 1)[0] or name
+    elif name.lower().endswith(".md"):
+        name = name[:-3]
+    return name
+
+
+def _wikilink_sub(m: re.Match[str]) -> str:
+    embed = bool(m.group(1))
+    inner = m.group(2)
+    target, bar, alias = inner.partition("|")
+    alias = alias.strip()
+    if bar and alias and not (embed and re.fullmatch(r"\d+(x\d+)?", alias)):
+        return alias
+    note, _, sub = target.partition("#")
+    parts = []
+    if note.strip():
+        parts.append(_readable_target(note.strip(), embed=embed))
+    sub = " ".join(p.strip() for p in sub.split("#") if p.strip() and not p.startswith("^"))
+    if sub:
+        parts.append(sub)
+    return " ".join(parts)
+
+
+def _callout_sub(m: re.Match[str]) -> str:
+    prefix, kind, title = m.group(1), m.group(2), m.group(3).strip()
+    return f"{prefix}{title or kind}"
+
+
+def normalise_inline(text: str) -> str:
+    """Obsidian syntax to reading text, outside code spans: ``[[x]]`` in backticks is code."""
+    if "`" not in text:
+        return _normalise_prose(text)
+    out: list[str] = []
+    pos = 0
+    for m in _CODE_SPAN_RE.finditer(text):
+        out.append(_normalise_prose(text[pos : m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_normalise_prose(text[pos:]))
+    return "".join(out)
+
+
+def _normalise_prose(text: str) -> str:
+    if "[[" in text:
+        text = WIKILINK_RE.sub(_wikilink_sub, text)
+    if "](" in text:
+        text = _MD_LINK_RE.sub(lambda m: m.group(1), text)
+    if "[!" in text:
+        text = _CALLOUT_RE.sub(_callout_sub, text)
+    if "==" in text:
+        text = _HIGHLIGHT_RE.sub(r"\1", text)
+    if "^" in text:
+        text = _BLOCK_ID_RE.sub("", text)
+    return text
+
+
+def render(
+    text: str,
+    a: int,
+    b: int,
+    *,
+    comments: list[tuple[int, int]],
+    code: list[tuple[int, int]],
+) -> str:
+    """The reading text of ``text[a:b]``: comments removed, Obsidian syntax outside code
+    rewritten, code blocks verbatim. ``comments`` and ``code`` are sorted offset ranges."""
+    pieces: list[tuple[int, int]] = []
+    pos = a
+    first = max(bisect.bisect_right(comments, (a, a)) - 1, 0)
+    for s, e in comments[first:]:
+        if s >= b:
+            break
+        if e <= pos or s >= b:
+            continue
+        if s > pos:
+            pieces.append((pos, s))
+        pos = max(pos, e)
+    if pos < b:
+        pieces.append((pos, b))
+    out: list[str] = []
+    for s, e in pieces:
+        cur = s
+        k = max(bisect.bisect_right(code, (s, s)) - 1, 0)
+        for cs, ce in code[k:]:
+            if cs >= e:
+                break
+            if ce <= cur:
+                continue
+            if cs > cur:
+                out.append(normalise_inline(text[cur:cs]))
+            out.append(text[max(cs, cur) : min(ce, e)])
+            cur = min(ce, e)
+        if cur < e:
+            out.append(normalise_inline(text[cur:e]))
+    result = "".join(out)
+    if comments:
+        # Removing a comment often leaves runs of blank lines behind.
+        result = _BLANK_RUN_RE.sub("\n\n", result)
+    return result.strip()
+
+
+# --------------------------------------------------------------------------- tags and links
+
+
+def _tag_text(children: list[Token] | None) -> str:
+    """Inline tokens -> text for tag/link detection; code and escapes become opaque."""
+    out: list[str] = []
+    for tok in children or ():
+        t = tok.type
+        if t == "text":
+            out.append(tok.content)
+        elif t in ("softbreak", "hardbreak"):
+            out.append("\n")
+        elif t == "image":
+            out.append(_tag_text(tok.children))
+        elif t in ("code_inline", "text_special", "html_inline"):
+            out.append("\x00")
+    return "".join(out)
+
+
+def _is_tag(name: str) -> bool:
+    return any(not (c.isdigit() or c in "/-") for c in name)
+
+
+def normalise_tag(tag: str) -> str:
+    """``#Project/Alpha`` and ``project/alpha`` are one tag (Obsidian ignores case)."""
+    return tag.strip().lstrip("#").strip().lower()
+
+
+def tags_and_links(tokens: list[Token], env: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Inline ``#tags`` and wikilink targets of a block-parsed note, in order of appearance.
+
+    Only blocks that may hold one are inline-parsed (the cost is per paragraph); a heading's
+    ``#`` is markup, not a tag, but a heading may link.
+    """
+    tags: list[str] = []
+    links: list[str] = []
+    for i, tok in enumerate(tokens):
+        if tok.type != "inline":
+            continue
+        content = tok.content
+        has_hash = "#" in content
+        has_link = "[[" in content
+        if not (has_hash or has_link):
+            continue
+        in_heading = i > 0 and tokens[i - 1].type == "heading_open"
+        if in_heading and not has_link:
+            continue
+        parsed = INLINE_PARSER.parseInline(content, dict(env))
+        plain = _tag_text(parsed[0].children if parsed else None)
+        if has_hash and not in_heading:
+            for m in _TAG_RE.finditer(plain):
+                name = m.group(1)
+                if _is_tag(name):
+                    tags.append(normalise_tag(name))
+        if has_link:
+            for m in WIKILINK_RE.finditer(plain):
+                target = m.group(2).partition("|")[0].partition("#")[0].strip()
+                if target:
+                    links.append(target)
+    return tags, links

@@ -1,0 +1,276 @@
+"""The structure of a note: its block parse, heading outline, front matter and section ranges.
+
+* Structure comes from markdown-it-py's *block* parser only; inline parsing is run on demand
+  (heading titles, paragraphs that might hold tags or wikilinks) because full inline parsing of
+  every paragraph costs ~3x the block parse.
+* All positions are offsets into one normalised string (BOM stripped, CRLF and lone CR turned
+  into ``\\n``). Since each original line break becomes exactly one ``\\n``, line numbers equal
+  what an editor shows for the original file.
+* Only top-level headings (not inside lists or block quotes) open sections: a heading nested in
+  a list item has no well-defined line range of its own.
+* Obsidian ``%%comments%%`` are blanked (same length, newlines kept) before parsing, so a heading
+  or tag inside a comment does not count, yet line numbers do not move.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from mdsearch_ls.engine.obsidian import INLINE_PARSER, blank_spans, comment_spans
+
+# Block-only parser: the core "inline" rule is off so paragraphs keep their raw content and we
+# pay for inline parsing only where we need it.
+_MD_BLOCK = MarkdownIt("commonmark").use(front_matter_plugin)
+_MD_BLOCK.disable("inline")
+
+_CODE_BLOCK_TYPES = frozenset({"fence", "code_block"})
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SPLIT_TAGS_RE = re.compile(r"[,\s]+")
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A heading for the document outline (LSP documentSymbol)."""
+
+    title: str
+    level: int
+    line: int
+    end_line: int
+    selection_end_line: int
+
+
+# --------------------------------------------------------------------------- the parse
+
+
+def _normalise_newlines(text: str) -> str:
+    """One ``\\n`` per original line break, so line numbers match the editor's."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    find = text.find
+    pos = find("\n")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = find("\n", pos + 1)
+    return starts
+
+
+def _code_ranges(tokens: list[Token], starts: list[int], length: int) -> list[tuple[int, int]]:
+    """Offset ranges of fenced/indented code blocks; Obsidian syntax is literal there."""
+    out: list[tuple[int, int]] = []
+    for tok in tokens:
+        if tok.type in _CODE_BLOCK_TYPES and tok.map:
+            a = starts[tok.map[0]]
+            b = starts[tok.map[1]] if tok.map[1] < len(starts) else length
+            out.append((a, b))
+    return out
+
+
+@dataclass
+class Doc:
+    """A parsed note with the offset bookkeeping every later step shares."""
+
+    text: str
+    lines: list[str]
+    starts: list[int]
+    """Offset of the first character of each line."""
+    tokens: list[Token]
+    env: dict[str, Any]
+    code: list[tuple[int, int]]
+    """Offset ranges of code blocks, sorted."""
+    comments: list[tuple[int, int]]
+    """Offset ranges of ``%%comments%%``, sorted."""
+    front_matter: Token | None
+
+
+def parse_doc(text: str) -> Doc:
+    """Block-parse a note once, with its comments blanked and code blocks located."""
+    text = _normalise_newlines(text)
+    starts = _line_starts(text)
+    env: dict[str, Any] = {}
+    tokens = _MD_BLOCK.parse(text, env)
+    code = _code_ranges(tokens, starts, len(text))
+    literal = code
+    if tokens and tokens[0].type == "front_matter" and tokens[0].map:
+        literal = sorted([*code, (0, starts[min(tokens[0].map[1], len(starts) - 1)])])
+    comments = comment_spans(text, literal)
+    if comments:
+        # Re-parse with comments blanked: what is inside a comment is not structure.
+        env = {}
+        tokens = _MD_BLOCK.parse(blank_spans(text, comments), env)
+        code = _code_ranges(tokens, starts, len(text))
+    fm = tokens[0] if tokens and tokens[0].type == "front_matter" else None
+    return Doc(text, text.split("\n"), starts, tokens, env, code, comments, fm)
+
+
+# --------------------------------------------------------------------------- headings
+
+
+def _plain(children: list[Token] | None) -> str:
+    """Inline tokens -> the text a reader sees (markup dropped, escapes resolved)."""
+    out: list[str] = []
+    for tok in children or ():
+        t = tok.type
+        if t in ("text", "text_special", "code_inline", "html_inline"):
+            out.append(tok.content)
+        elif t in ("softbreak", "hardbreak"):
+            out.append("\n")
+        elif t == "image":
+            out.append(_plain(tok.children))
+    return "".join(out)
+
+
+def _heading_title(tok: Token, env: dict[str, Any]) -> str:
+    content = tok.content
+    if not any(c in content for c in "\\&*_`[<!\n"):
+        return content  # nothing inline-special: skip the inline parser
+    tokens = INLINE_PARSER.parseInline(content, dict(env))
+    return _plain(tokens[0].children if tokens else None)
+
+
+@dataclass(frozen=True)
+class RawHeading:
+    """A top-level heading as parsed, before its range is known."""
+
+    title: str
+    level: int
+    line: int
+    selection_end_line: int
+
+
+def raw_headings(doc: Doc) -> list[RawHeading]:
+    """The top-level headings in order; one nested in a list or quote opens no section."""
+    out: list[RawHeading] = []
+    tokens = doc.tokens
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.level == 0 and tok.map:
+            title = _heading_title(tokens[i + 1], doc.env)
+            out.append(RawHeading(title, int(tok.tag[1]), tok.map[0], tok.map[1] - 1))
+    return out
+
+
+def headings(doc: Doc, raw: list[RawHeading]) -> tuple[Heading, ...]:
+    """Each heading with its range: up to the next heading of the same or a higher level."""
+    last = len(doc.lines) - 1
+    result = []
+    for i, h in enumerate(raw):
+        end = last
+        for nxt in raw[i + 1 :]:
+            if nxt.level <= h.level:
+                end = nxt.line - 1
+                break
+        result.append(
+            Heading(h.title, h.level, h.line, max(end, h.selection_end_line), h.selection_end_line)
+        )
+    return tuple(result)
+
+
+def outline(text: str) -> tuple[Heading, ...]:
+    """Headings only: no front matter, tags or chunking, so it is cheap per request."""
+    doc = parse_doc(text)
+    return headings(doc, raw_headings(doc))
+
+
+# --------------------------------------------------------------------------- front matter
+
+
+def as_list(value: Any, *, split_spaces: bool) -> list[str]:
+    """Front matter lists may be YAML lists, or one string of comma/space separated items."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple, set)):
+        items = []
+        for v in value:
+            items.extend(as_list(v, split_spaces=split_spaces))
+        return items
+    if isinstance(value, dict):
+        return []
+    s = str(value)
+    parts = _SPLIT_TAGS_RE.split(s) if split_spaces else s.split(",")
+    return [p.strip() for p in parts if p.strip()]
+
+
+def front_matter(doc: Doc, warnings: list[str]) -> dict[str, Any]:
+    """The YAML front matter as a mapping; a problem is a warning, never an exception, so one
+    malformed note cannot stop a vault from indexing."""
+    fm = doc.front_matter
+    if fm is None or not fm.content.strip():
+        return {}
+    try:
+        data = yaml.load(fm.content, Loader=_YAML_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        warnings.append(f"front matter is not valid YAML{where}: {problem}")
+        return {}
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        warnings.append(f"front matter is not a mapping (got {type(data).__name__}); ignored")
+        return {}
+    return data
+
+
+# --------------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class SectionSpan:
+    """The lines from one heading to the next heading of any level (or the preamble's)."""
+
+    title: str
+    level: int
+    breadcrumb: tuple[str, ...]
+    start_line: int
+    heading_end_line: int  # last line of the heading itself; start_line - 1 for the preamble
+    end_line: int
+
+
+def _trim_end(doc: Doc, start: int, end: int) -> int:
+    lines = doc.lines
+    while end > start and not lines[end].strip():
+        end -= 1
+    return end
+
+
+def section_spans(doc: Doc, raw: list[RawHeading], note_title: str) -> list[SectionSpan]:
+    """Sections in order: text before the first heading (titled after the note) if any, then
+    one per heading, trailing blank lines trimmed."""
+    lines = doc.lines
+    body_start = doc.front_matter.map[1] if doc.front_matter and doc.front_matter.map else 0
+    spans: list[SectionSpan] = []
+    first = raw[0].line if raw else len(lines)
+    pre_end = _trim_end(doc, body_start, first - 1)
+    if pre_end >= body_start and any(lines[j].strip() for j in range(body_start, pre_end + 1)):
+        while not lines[body_start].strip():
+            body_start += 1
+        spans.append(
+            SectionSpan(note_title, 0, (note_title,), body_start, body_start - 1, pre_end)
+        )
+    stack: list[RawHeading] = []
+    for i, h in enumerate(raw):
+        while stack and stack[-1].level >= h.level:
+            stack.pop()
+        stack.append(h)
+        nxt = raw[i + 1].line - 1 if i + 1 < len(raw) else len(lines) - 1
+        end = max(_trim_end(doc, h.selection_end_line, nxt), h.selection_end_line)
+        spans.append(
+            SectionSpan(
+                h.title, h.level, tuple(s.title for s in stack), h.line, h.selection_end_line, end
+            )
+        )
+    return spans

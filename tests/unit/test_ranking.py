@@ -1,0 +1,90 @@
+"""Tests for ranking: the fusion rules on hand-made candidate lists, and their parameters."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdsearch_ls.engine.ranking import Candidate, RankingParams, convex, rank, rrf
+from mdsearch_ls.engine.records import ChunkRecord
+
+
+def chunk(cid: str, path: str | None = None) -> ChunkRecord:
+    path = path or f"{cid}.md"
+    return ChunkRecord(path=path, title=cid, breadcrumb=cid, start_line=0, end_line=1, id=cid,
+                       ordinal=0, section=0, text=cid, embed_hash=f"e{cid}", body_hash=f"b{cid}")
+
+
+def cand(cid: str, *, sem=None, kw=None, cos=None, bm25=None, path=None, weight=1.0):
+    return Candidate(chunk=chunk(cid, path), semantic_rank=sem, keyword_rank=kw, cosine=cos,
+                     bm25=bm25, weight=weight)
+
+
+def order(cands, **kw) -> list[str]:
+    kw.setdefault("named", {})
+    kw.setdefault("params", RankingParams())
+    return [c.chunk.id for c in rank(cands, **kw)]
+
+
+def test_params_reject_what_cannot_work():
+    with pytest.raises(ValueError, match="fusion"):
+        RankingParams(fusion="borda")
+    with pytest.raises(ValueError, match="convex_alpha"):
+        RankingParams(convex_alpha=1.5)
+    with pytest.raises(ValueError):
+        RankingParams(min_pool=0)
+    assert RankingParams(min_pool=10, pool_per_hit=3).pool(2) == 10
+    assert RankingParams(min_pool=10, pool_per_hit=3).pool(20) == 60
+    assert "convex_alpha" in RankingParams.names()
+
+
+def test_convex_keeps_the_gap_rrf_flattens():
+    cands = [cand("x", sem=1, cos=0.9), cand("b", sem=2, kw=2, cos=0.3, bm25=8.5),
+             cand("y", kw=1, cos=0.1, bm25=9.0)]
+    assert order(cands, mode="hybrid", fusion="convex")[0] == "x"
+    assert order(cands, mode="hybrid", fusion="rrf")[0] == "b"
+    # The weights are parameters: all weight on BM25 puts the best keyword hit first.
+    keyword_only = RankingParams(convex_alpha=0.0)
+    assert order(cands, mode="hybrid", fusion="convex", params=keyword_only)[0] == "y"
+
+
+def test_convex_scales_over_at_least_the_minimum_span():
+    """Two candidates 0.05 apart in cosine: min-max alone would make that the full scale."""
+    cands = [cand("a", sem=1, cos=0.80), cand("b", sem=2, cos=0.75)]
+    a, b = convex(cands, RankingParams(convex_alpha=1.0, convex_min_span=0.25))
+    assert a == pytest.approx(1.0) and b == pytest.approx(0.8)
+    a, b = convex(cands, RankingParams(convex_alpha=1.0, convex_min_span=0.0))
+    assert (a, b) == (pytest.approx(1.0), pytest.approx(0.0))
+
+
+def test_rrf_weights_and_k():
+    cands = [cand("s", sem=1), cand("k", kw=1)]
+    s, k = rrf(cands, RankingParams(rrf_k=10, semantic_weight=2.0))
+    assert s == pytest.approx(2 / 11) and k == pytest.approx(1 / 11)
+
+
+def test_boilerplate_weight_scales_every_mode():
+    cands = [cand("common", sem=1, cos=0.9, weight=0.3), cand("own", sem=2, cos=0.85)]
+    for mode, fusion in (("hybrid", "convex"), ("hybrid", "rrf"), ("semantic", "convex")):
+        assert order(cands, mode=mode, fusion=fusion) == ["own", "common"]
+
+
+@pytest.mark.parametrize("fusion", ["convex", "rrf"])
+def test_the_named_reward_goes_to_one_section_of_the_named_note_in_hybrid_only(fusion):
+    cands = [cand("other", sem=1, kw=1, cos=0.9, bm25=9.0),
+             cand("named-1", sem=2, kw=2, cos=0.85, bm25=8.0, path="Named.md"),
+             cand("named-2", sem=3, kw=3, cos=0.84, bm25=7.9, path="Named.md")]
+    ranked = rank(cands, mode="hybrid", fusion=fusion, named={"Named.md": 1},
+                  params=RankingParams())
+    assert ranked[0].chunk.id == "named-1"
+    assert [c.chunk.id for c in ranked if c.named] == ["named-1"]
+    plain = rank(cands, mode="semantic", fusion=fusion, named={"Named.md": 1},
+                 params=RankingParams())
+    assert plain[0].chunk.id == "other" and not any(c.named for c in plain)
+
+
+def test_rank_does_not_change_its_input():
+    cands = [cand("a", sem=1, cos=0.5)]
+    ranked = rank(cands, mode="hybrid", fusion="convex", named={"a.md": 1},
+                  params=RankingParams())
+    assert ranked[0].fused > 0 and ranked[0].named
+    assert cands[0].fused == 0.0 and not cands[0].named
