@@ -168,6 +168,8 @@ def _open(args: argparse.Namespace, root: str, settings: Settings, mode: str) ->
                         embedder=create_embedder(settings))
     if ws.read_only_reason:
         _note(args, ws.read_only_reason)
+    if ws.healed:
+        _note(args, ws.healed)
     return ws
 
 
