@@ -597,6 +597,12 @@ class Indexer:
         )
 
     def _touch(self, old: FileRecord, src: sources.SourceFile) -> None:
+        # Chroma's copy of the mtime first: a crash in between leaves the manifest's old mtime,
+        # so the next scan reads the note and touches it again.
+        moved = dataclasses.replace(old, mtime=src.mtime, size=src.size)
+        records = self.manifest.chunks_for(old.path)
+        self.store.update_metadata([r.id for r in records],
+                                   [self._metadata(r, moved) for r in records])
         self.manifest.touch(old.path, src.mtime, src.size)
 
     @staticmethod

@@ -117,6 +117,12 @@ class ChromaStore:
                 metadatas=[dict(m) for m in metadatas[part]],
             )
 
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Metadata]) -> None:
+        """Replace the metadata of existing ids (their vectors stay)."""
+        ids = list(ids)
+        for part in self._batches(len(ids)):
+            self._col.update(ids=ids[part], metadatas=[dict(m) for m in metadatas[part]])
+
     def delete(self, ids: Sequence[str]) -> None:
         ids = list(ids)
         for part in self._batches(len(ids)):
