@@ -349,7 +349,7 @@ class Workspace:
             where = f" The damaged files were moved to {self._damaged_dir}." if moved else ""
             self.healed = (f"the index of {self.root} was damaged ({'; '.join(found)}): "
                            f"{action}.{where}")
-            log.warning("%s", self.healed)
+            log.info("%s", self.healed)  # the front end shows it (CLI stderr, showMessage)
 
     def _open_stores(self) -> None:
         """One attempt at opening both stores; raises :class:`_Damaged` naming the damaged one."""
