@@ -25,7 +25,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import hypothesis.strategies as st
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -223,6 +222,5 @@ EngineMachine.TestCase.settings = settings(
 )
 
 
-@pytest.mark.usefixtures("_isolated_cache")
 class TestEngineState(EngineMachine.TestCase):  # type: ignore[misc, valid-type]
     pass
