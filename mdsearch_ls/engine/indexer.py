@@ -150,7 +150,7 @@ class _Skips:
         self.report.files_skipped += 1
         self.now.add(rel)
         if self.seen(rel, mtime, size):
-            log.debug("%s (unchanged since reported)", message)
+            log.debug("skipped %s again (unchanged since it was reported)", rel)
             return
         self.report.warnings.append(message)
         self.manifest.set_skipped([(rel, mtime, size, message)])
@@ -210,7 +210,7 @@ class _Batches:
     def pump(self, *, final: bool = False) -> bool:
         """Embed the batches that are due (all of them with ``final``) and write the notes they
         complete; False once cancelled."""
-        while True:
+        while not self.report.cancelled:
             if self.cancel is not None and self.cancel():
                 self.report.cancelled = True
                 break
@@ -554,7 +554,7 @@ class Indexer:
                 hashes.setdefault(rec.embed_hash, ch.embed_text)
         cached = self.manifest.vectors(hashes)
         missing = [h for h in hashes if h not in cached]
-        if missing:  # not expected (the batches cached them), but never write a note without
+        if missing:  # not expected (the batches cached them all); never write a vector-less note
             vecs = self.embedder.embed_documents([hashes[h] for h in missing])  # type: ignore[attr-defined]
             fresh = dict(zip(missing, vecs, strict=True))
             self.manifest.put_vectors(fresh)

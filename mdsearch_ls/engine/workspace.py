@@ -19,7 +19,7 @@ import re
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -450,6 +450,17 @@ class Workspace:
             )
         return IndexOpenError(f"the manifest in {self.index_dir} cannot be read ({exc})")
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Damage met by a query (after the open's check passed) is an IndexOpenError that says
+        what heals it, not a bare SQLite error."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            raise self._damage_error(exc) from exc
+
     def _writer(self) -> Indexer:
         if self.indexer is None:
             raise IndexReadOnlyError(
@@ -588,7 +599,7 @@ class Workspace:
 
     def search(self, request: SearchRequest) -> SearchResult:
         """Run a validated request (see :meth:`SearchRequest.build`)."""
-        try:
+        with self._reading():
             hits = self.searcher.search(
                 request.query,
                 request.k,
@@ -596,10 +607,6 @@ class Workspace:
                 filters=request.filters,
                 fusion=self.settings.fusion,
             )
-        except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):
-                raise
-            raise self._damage_error(exc) from exc
         if request.min_score is not None:
             hits = [h for h in hits if h.score is None or h.score >= request.min_score]
         return SearchResult(hits, request.notes, self.index_state())
@@ -663,7 +670,8 @@ class Workspace:
         if not texts:
             return Related(section, [])
         hashes = [sha1(t) for t in texts]
-        cached = self.manifest.vectors(hashes)
+        with self._reading():
+            cached = self.manifest.vectors(hashes)
         missing = [t for t, h in zip(texts, hashes, strict=True) if h not in cached]
         vectors = [cached[h] for h in hashes if h in cached]
         if missing:
@@ -672,12 +680,13 @@ class Workspace:
         if centroid is None:
             return Related(section, [])
         min_score = request.min_score
-        hits = self.searcher.related(
-            centroid,
-            exclude_path=rel,
-            k=request.k or self.settings.hover_max_results,
-            min_score=self.settings.hover_min_score if min_score is None else min_score,
-        )
+        with self._reading():
+            hits = self.searcher.related(
+                centroid,
+                exclude_path=rel,
+                k=request.k or self.settings.hover_max_results,
+                min_score=self.settings.hover_min_score if min_score is None else min_score,
+            )
         return Related(section, hits)
 
     def note_path(self, path: str | Path) -> str | None:
