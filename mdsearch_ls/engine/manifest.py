@@ -567,6 +567,14 @@ class Manifest:
             return {}
         return {path: (mtime, size) for path, mtime, size in rows}
 
+    def skip_reasons(self) -> dict[str, str]:
+        """``{path: reason}`` of the files left out, for ``status`` (a note a user misses)."""
+        try:
+            rows = self._conn().execute("SELECT path, reason FROM skipped ORDER BY path")
+            return dict(rows.fetchall())
+        except sqlite3.OperationalError:
+            return {}
+
     def set_skipped(self, entries: Sequence[tuple[str, float, int, str]],
                     forget: Sequence[str] = ()) -> None:
         """Record ``(path, mtime, size, reason)`` skips and drop the records of ``forget``."""

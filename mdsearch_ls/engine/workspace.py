@@ -727,6 +727,9 @@ class Workspace:
             "last_update": _iso(float(last)) if last else None,
             "read_only": self.read_only,
             "index": self.index_state().to_json(),
+            # Reported once when met; listed here for whoever wonders where a note went.
+            "skipped": [{"path": p, "reason": r}
+                        for p, r in self.manifest.skip_reasons().items()],
         }
 
     def close(self) -> None:

@@ -118,6 +118,10 @@ def test_a_scan_reports_each_skipped_file_once_per_change(odd_vault: Path, tmp_p
         assert "binary" in named["photo.md"][0] and "NUL" in named["nul.md"][0]
         assert "max_file_bytes" in named["huge.md"][0]
         assert first.files_skipped == 3
+        # Reported once, but always listed where a user looks for a missing note.
+        listed = {s["path"]: s["reason"] for s in ws.status()["skipped"]}
+        assert set(listed) == {"photo.md", "nul.md", "huge.md"}
+        assert "binary" in listed["photo.md"]
         # Every later scan (a CLI search runs one) is quiet about them and reads none of them.
         second = ws.index()
         assert second.warnings == [] and second.files_skipped == 3
