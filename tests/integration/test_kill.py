@@ -62,7 +62,11 @@ def wait_for(cond: Callable[[], bool], proc: subprocess.Popen[str], timeout: flo
 
 
 def test_kill_9_during_a_first_index(tmp_path: Path) -> None:
-    vault = copy_vault(tmp_path / "vault")
+    vault = copy_vault(tmp_path / "vault")  # 149 chunks, and 100 short ones more: room for
+    # four runs that each commit at least one batch of 32 before the last one finishes
+    (vault / "Log.md").write_text("# Log\n\n" + "\n".join(
+        f"## Day {i}\n\nShipped change {i} to the {('billing', 'search', 'sync')[i % 3]} service.\n"
+        for i in range(100)), encoding="utf-8")
     index = tmp_path / "index"
     manifest = index / f"{space_name(Settings())}.sqlite3"
     env = {**os.environ, "MDSEARCH_CACHE_DIR": str(tmp_path / "cache")}
@@ -92,6 +96,7 @@ def test_kill_9_during_a_first_index(tmp_path: Path) -> None:
         wait_for(lambda before=before: committed(manifest)[0] > before, proc)
         kill(proc)
         history.append(committed(manifest)[:2])
+    print("committed (vectors, notes) after each kill:", history)  # shown with -s / on failure
     vectors = [v for v, _ in history]
     assert vectors == sorted(vectors) and len(set(vectors[1:])) == 3, history  # it grows
     assert [n for _, n in history] == sorted(n for _, n in history)
