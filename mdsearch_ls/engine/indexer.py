@@ -51,7 +51,7 @@ CancelFn = Callable[[], bool]
 # Chunks per embed call, committed together. The size adapts so that one batch takes about
 # BATCH_SECONDS whatever the machine, its load or the model: progress moves, and a kill or cancel
 # loses about that much work. (The model batches far fewer at a time internally anyway.)
-EMBED_BATCH = 32  # the first batch, before any speed is known
+EMBED_BATCH = 16  # the first batch, before any speed is known
 MIN_BATCH = 8
 MAX_BATCH = 256
 BATCH_SECONDS = 1.0

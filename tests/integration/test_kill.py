@@ -63,7 +63,7 @@ def wait_for(cond: Callable[[], bool], proc: subprocess.Popen[str], timeout: flo
 
 def test_kill_9_during_a_first_index(tmp_path: Path) -> None:
     vault = copy_vault(tmp_path / "vault")  # 149 chunks, and 100 short ones more: room for
-    # four runs that each commit at least one batch of 32 before the last one finishes
+    # four runs that each commit at least one batch of 16 before the last one finishes
     (vault / "Log.md").write_text("# Log\n\n" + "\n".join(
         f"## Day {i}\n\nShipped change {i} to the {('billing', 'search', 'sync')[i % 3]} service.\n"
         for i in range(100)), encoding="utf-8")
