@@ -442,9 +442,9 @@ def read_source(
         )
     if looks_binary(text):
         return ReadResult(
-            None, "", f"skipped {rel}: binary file (mostly undecodable bytes or control "
-            f"characters as {name})"
+            None, "", f"skipped {rel}: binary file (read as {name}, it is mostly undecodable "
+            f"bytes and control characters)"
         )
-    if text.startswith("\ufeff"):  # a second mark, or one inside a BOM-less UTF-8 decode
+    if text.startswith("\ufeff"):  # a second mark: some tools write two
         text = text[1:]
     return ReadResult(text, hashlib.sha256(raw).hexdigest(), warning)
