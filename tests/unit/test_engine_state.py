@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -222,5 +223,6 @@ EngineMachine.TestCase.settings = settings(
 )
 
 
+@pytest.mark.slow  # about 10 s of CPU, 25 histories of 12 steps
 class TestEngineState(EngineMachine.TestCase):  # type: ignore[misc, valid-type]
     pass
