@@ -637,6 +637,8 @@ class _Session:
                             embedder=self.embedder)
         if ws.read_only_reason:
             _note(self.args, ws.read_only_reason)
+        if ws.healed:
+            _note(self.args, ws.healed)
         return ws
 
     def update(self, ws: Any, *, rebuild: bool = False, first: bool = False) -> tuple[Any, int]:

@@ -110,6 +110,7 @@ class IndexedFolder:
         except Exception as exc:
             self._failed(exc)
             raise
+        self._tell_healed(self.ws)
         if self.ws.read_only:
             log.info("%s: %s", self.name, self.ws.read_only_reason)
             self._on_message(
@@ -119,6 +120,11 @@ class IndexedFolder:
                 "info",
             )
             self._arm_take_over()
+
+    def _tell_healed(self, ws: Workspace) -> None:
+        """Opening found the index damaged and set it aside: say so, once."""
+        if ws.healed:
+            self._on_message(f"mdsearch: {ws.healed}", "warning")
 
     def _failed(self, exc: Exception) -> None:
         self.state = STATE_ERROR
@@ -135,6 +141,7 @@ class IndexedFolder:
             ws = Workspace.open(self.root, self.settings, "write", embedder=self.embedder)
         except IndexLockedError:
             return False
+        self._tell_healed(ws)
         # Searches may still be reading the old one on other threads: it is closed with the
         # folder, not now.
         self._retired.append(self.ws)

@@ -12,14 +12,22 @@ If the process dies between 2 and 3, Chroma holds ids the manifest does not know
 does; :meth:`Indexer.reconcile` (run on every open) deletes the former and restores the latter
 from the vector cache, and the file's old content hash makes the next scan index it again. Chunk
 ids are derived from path, ordinal and embedded text, so replaying any step is idempotent.
+
+Embedding is the slow part, so it goes in batches (about a second of model time each) whose
+vectors are committed to the vector cache as soon as they exist: a kill loses at most one batch,
+and the next run finds the rest in the cache and embeds nothing twice. A note is written (steps 2
+and 3) once all its vectors are there. Notes with many chunks wait behind the small ones, so one
+huge note never holds back a vault, and no note gives more than ``max_chunks_per_file`` chunks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -34,14 +42,28 @@ from mdsearch_ls.engine.store import ChromaStore, chunk_metadata
 
 log = logging.getLogger(__name__)
 
-# files done, files total, chunks written so far
 ProgressFn = Callable[[int, int, int], None]
+"""``(files done, files total, chunks done)``, called after every embedded batch and every write.
+Chunks done counts the chunks of this run whose vector is ready (embedded now or found in the
+cache), so it moves with each batch even inside one long note; at the end of a run it equals
+``IndexReport.chunks_written``."""
 CancelFn = Callable[[], bool]
 
-# How much to gather before one embed call + one write: big enough for the model to batch well,
-# small enough that progress moves and a cancel or crash loses little.
+# Chunks per embed call, committed together. The size adapts so that one batch takes about
+# BATCH_SECONDS whatever the machine, its load or the model: progress moves, and a kill or cancel
+# loses about that much work. (The model batches far fewer at a time internally anyway.)
+EMBED_BATCH = 16  # the first batch, before any speed is known
+MIN_BATCH = 8
+MAX_BATCH = 256
+BATCH_SECONDS = 1.0
+# Notes written to Chroma and the manifest together when no embedding is needed (cache hits).
 GROUP_CHUNKS = 128
 GROUP_FILES = 64
+# A note needing more new vectors than this waits behind the small notes...
+BIG_NOTE = 256
+# ... unless more than this many of such chunks are waiting: then big and small batches take
+# turns, which bounds the texts held in memory.
+BIG_BACKLOG = 4096
 
 
 @dataclass
@@ -105,6 +127,144 @@ class _Pending:
     records: list[ChunkRecord]
     keyword_rows: list[tuple[str, str]]
     old_ids: tuple[str, ...]
+    missing: set[str] = field(default_factory=set)  # embed hashes still without a vector
+
+
+class _Skips:
+    """Files a run leaves out; each is reported once per change of the file, not per scan.
+
+    A skipped file has no manifest row, so without this every scan (every CLI ``search``)
+    would read it again and repeat its warning. Its mtime and size are remembered instead: the
+    same state again is skipped quietly, without reading it.
+    """
+
+    def __init__(self, manifest: Manifest, report: IndexReport) -> None:
+        self.manifest = manifest
+        self.report = report
+        self.before = manifest.skipped()
+        self.now: set[str] = set()
+
+    def seen(self, rel: str, mtime: float, size: int) -> bool:
+        return self.before.get(rel) == (mtime, size)
+
+    def add(self, rel: str, mtime: float, size: int, message: str) -> None:
+        self.report.files_skipped += 1
+        self.now.add(rel)
+        if self.seen(rel, mtime, size):
+            log.debug("skipped %s again (unchanged since it was reported)", rel)
+            return
+        self.report.warnings.append(message)
+        self.manifest.set_skipped([(rel, mtime, size, message)])
+
+    def finish(self, paths: Iterable[str] | None = None) -> None:
+        """Forget the records of files (among ``paths``, or all) this run did not skip."""
+        scope = self.before.keys() if paths is None else set(paths) & self.before.keys()
+        self.manifest.set_skipped((), sorted(set(scope) - self.now))
+
+
+class _Batches:
+    """The notes of one run waiting for vectors, and the vectors to make, in batches.
+
+    Each batch is embedded and committed to the vector cache at once; notes whose vectors are
+    all there are then written. Chunks of small notes go first; a note with more than
+    :data:`BIG_NOTE` new chunks queues behind them (taking turns once over
+    :data:`BIG_BACKLOG`), so the rest of a vault is searchable long before one huge note is.
+    """
+
+    def __init__(self, indexer: Indexer, report: IndexReport,
+                 progress: Callable[[int], None], cancel: CancelFn | None) -> None:
+        self.indexer = indexer
+        self.report = report
+        self.progress = progress
+        self.cancel = cancel
+        self.small: deque[tuple[str, str]] = deque()
+        self.big: deque[tuple[str, str]] = deque()
+        self.waiting: dict[str, list[_Pending]] = {}
+        self.ready: list[_Pending] = []
+        self.ready_chunks = 0
+        self.small_waiting: set[int] = set()  # small notes waiting for vectors (by id)
+        self.big_turn = False
+        self.size = EMBED_BATCH
+
+    def add(self, p: _Pending) -> None:
+        texts: dict[str, str] = {}
+        for rec, ch in zip(p.records, p.note.chunks, strict=True):
+            texts.setdefault(rec.embed_hash, ch.embed_text)
+        cached = self.indexer.manifest.vectors(texts)
+        new = [h for h in texts if h not in cached and h not in self.waiting]
+        p.missing = {h for h in texts if h not in cached}
+        for h in p.missing:
+            self.waiting.setdefault(h, []).append(p)
+        big = len(new) > BIG_NOTE
+        (self.big if big else self.small).extend((h, texts[h]) for h in new)
+        if p.missing and not big:
+            self.small_waiting.add(id(p))
+        self.report.vector_cache_hits += len(p.records) - len(new)
+        if not p.missing:
+            self._mark_ready(p)
+
+    def _mark_ready(self, p: _Pending) -> None:
+        self.small_waiting.discard(id(p))
+        self.ready.append(p)
+        self.ready_chunks += len(p.records)
+
+    def pump(self, *, final: bool = False) -> bool:
+        """Embed the batches that are due (all of them with ``final``) and write the notes they
+        complete; False once cancelled."""
+        while not self.report.cancelled:
+            if self.cancel is not None and self.cancel():
+                self.report.cancelled = True
+                break
+            batch = self._next_batch(final)
+            if batch is None:
+                break
+            self._embed(batch)
+        if self.ready and (final or self.report.cancelled or len(self.ready) >= GROUP_FILES
+                           or self.ready_chunks >= GROUP_CHUNKS):
+            self._write()
+        return not self.report.cancelled
+
+    def _next_batch(self, final: bool) -> list[tuple[str, str]] | None:
+        # A batch of small notes is due when full, or when it holds GROUP_FILES notes (a vault
+        # of tiny notes commits as often as one of long ones).
+        small_full = len(self.small) >= self.size or (
+            bool(self.small) and len(self.small_waiting) >= GROUP_FILES
+        )
+        big_due = len(self.big) > BIG_BACKLOG
+        if big_due and (self.big_turn or not small_full):
+            queue = self.big
+        elif small_full or (final and self.small):
+            queue = self.small
+        elif final and self.big:
+            queue = self.big
+        else:
+            return None
+        self.big_turn = queue is self.small
+        return [queue.popleft() for _ in range(min(self.size, len(queue)))]
+
+    def _embed(self, batch: list[tuple[str, str]]) -> None:
+        hashes = [h for h, _ in batch]
+        t0 = time.perf_counter()
+        vectors = self.indexer.embedder.embed_documents([t for _, t in batch])  # type: ignore[attr-defined]
+        rate = len(batch) / max(time.perf_counter() - t0, 1e-3)
+        self.size = int(min(MAX_BATCH, max(MIN_BATCH, (self.size + rate * BATCH_SECONDS) / 2)))
+        # Committed now: from here on a kill cannot cost this batch again.
+        self.indexer.manifest.put_vectors(dict(zip(hashes, vectors, strict=True)))
+        self.report.chunks_embedded += len(batch)
+        for h in hashes:
+            for p in self.waiting.pop(h, ()):
+                p.missing.discard(h)
+                if not p.missing:
+                    self._mark_ready(p)
+        if self.ready:
+            self._write()
+        else:
+            self.progress(0)
+
+    def _write(self) -> None:
+        group, self.ready, self.ready_chunks = self.ready, [], 0
+        self.indexer._flush(group, self.report)
+        self.progress(len(group))
 
 
 class Indexer:
@@ -173,9 +333,10 @@ class Indexer:
         t0 = time.perf_counter()
         report = IndexReport()
         if rebuild:
-            self.store.delete(sorted(self.store.all_ids()))
+            self.store.reset()
             self.manifest.clear()
         report.repaired = self.reconcile()
+        skips = _Skips(self.manifest, report)
         found = sources.scan(
             self.root,
             include=self.settings.include,
@@ -183,6 +344,7 @@ class Indexer:
             index_dir=self.index_dir,
             max_file_bytes=self.settings.max_file_bytes,
             warn=report.warnings.append,
+            skipped=skips.add,
         )
         known = self.manifest.files()
         present = {f.rel for f in found}
@@ -204,13 +366,17 @@ class Indexer:
             nonlocal done
             done += n
             if progress:
-                progress(done, len(found), report.chunks_written)
+                progress(done, len(found), report.chunks_embedded + report.vector_cache_hits)
 
-        self._process(todo, known, report, tick, cancel)
+        self._process(todo, known, report, tick, cancel, skips)
         report.chunks_total = self.manifest.counts()[1]
-        self.manifest.gc_vectors()
+        if not report.cancelled:
+            # Not after a cancel: the vectors of a note half embedded are what the next run
+            # resumes from.
+            skips.finish()
+            self.manifest.gc_vectors()
+            self.manifest.set_meta("last_full_index", str(time.time()))
         report.seconds = time.perf_counter() - t0
-        self.manifest.set_meta("last_full_index", str(time.time()))
         return report
 
     # ---- targeted updates -------------------------------------------------------------------
@@ -220,11 +386,11 @@ class Indexer:
         t0 = time.perf_counter()
         report = IndexReport()
         known = self.manifest.files()
+        skips = _Skips(self.manifest, report)
         todo: list[sources.SourceFile] = []
         gone: list[str] = []
-        for p in dict.fromkeys(self._rel(p) for p in paths):
-            if p is None:
-                continue
+        asked = [p for p in dict.fromkeys(self._rel(p) for p in paths) if p is not None]
+        for p in asked:
             abs_path = self.root / p
             if not self.filter.accepts(p) or not abs_path.is_file():
                 if p in known:
@@ -232,11 +398,9 @@ class Indexer:
                 continue
             st = abs_path.stat()
             if st.st_size > self.settings.max_file_bytes:
-                report.warnings.append(
-                    f"skipped {p}: {st.st_size / 1e6:.1f} MB exceeds max_file_bytes "
-                    f"({self.settings.max_file_bytes / 1e6:.1f} MB)"
-                )
-                report.files_skipped += 1
+                skips.add(p, st.st_mtime, st.st_size,
+                          f"skipped {p}: {st.st_size / 1e6:.1f} MB exceeds max_file_bytes "
+                          f"({self.settings.max_file_bytes / 1e6:.1f} MB)")
                 if p in known:
                     gone.append(p)
                 continue
@@ -245,7 +409,8 @@ class Indexer:
             self._delete(gone, known)
             report.files_deleted = len(gone)
         report.files_total = len(todo)
-        self._process(todo, known, report, lambda n: None, None)
+        self._process(todo, known, report, lambda n: None, None, skips)
+        skips.finish(asked)
         report.chunks_total = self.manifest.counts()[1]
         report.seconds = time.perf_counter() - t0
         return report
@@ -295,25 +460,31 @@ class Indexer:
         report: IndexReport,
         tick: Callable[[int], None],
         cancel: CancelFn | None,
+        skips: _Skips,
     ) -> None:
-        group: list[_Pending] = []
-        pending_chunks = 0
+        batches = _Batches(self, report, tick, cancel)
+        cap = self.settings.max_chunks_per_file
         for src in todo:
             if cancel and cancel():
                 report.cancelled = True
                 break
+            old = known.get(src.rel)
+            if old is None and skips.seen(src.rel, src.mtime, src.size):
+                skips.add(src.rel, src.mtime, src.size, "")  # reported when it changed last
+                tick(1)
+                continue
             read = sources.read_source(
                 src.path, src.rel, max_file_bytes=self.settings.max_file_bytes
             )
-            if read.warning:
-                report.warnings.append(read.warning)
-            old = known.get(src.rel)
             if read.text is None:
-                report.files_skipped += 1
+                skips.add(src.rel, src.mtime, src.size,
+                          read.warning or f"skipped {src.rel}: cannot read it")
                 if old is not None:
                     self._delete([src.rel], known)
                 tick(1)
                 continue
+            if read.warning:
+                report.warnings.append(read.warning)
             if old is not None and old.content_hash == read.content_hash:
                 # Touched but not changed (a save without edits, a checkout): record the new
                 # mtime only, so the next scan does not read it again.
@@ -331,20 +502,21 @@ class Indexer:
                 )
             except Exception as exc:  # a chunker bug must cost one note, not the index
                 log.exception("could not chunk %s", src.rel)
-                report.warnings.append(f"skipped {src.rel}: could not parse it ({exc})")
-                report.files_skipped += 1
+                skips.add(src.rel, src.mtime, src.size,
+                          f"skipped {src.rel}: could not parse it ({exc})")
                 tick(1)
                 continue
             report.warnings.extend(f"{src.rel}: {w}" for w in note.warnings)
-            group.append(self._pending(src, note, read.content_hash, old))
-            pending_chunks += len(note.chunks)
-            if pending_chunks >= GROUP_CHUNKS or len(group) >= GROUP_FILES:
-                self._flush(group, report)
-                tick(len(group))
-                group, pending_chunks = [], 0
-        if group:
-            self._flush(group, report)
-            tick(len(group))
+            if len(note.chunks) > cap:
+                report.warnings.append(
+                    f"{src.rel}: {len(note.chunks):,} chunks, more than max_chunks_per_file "
+                    f"({cap:,}); only its first {cap:,} are indexed"
+                )
+                note = dataclasses.replace(note, chunks=note.chunks[:cap])
+            batches.add(self._pending(src, note, read.content_hash, old))
+            if not batches.pump():
+                break
+        batches.pump(final=True)
 
     def _pending(
         self,
@@ -373,20 +545,19 @@ class Indexer:
         return _Pending(src, note, content_hash, records, rows, old.chunk_ids if old else ())
 
     def _flush(self, group: list[_Pending], report: IndexReport) -> None:
+        """Write notes whose vectors are all in the cache: Chroma first, then the manifest."""
         hashes: dict[str, str] = {}
         for p in group:
             for rec, ch in zip(p.records, p.note.chunks, strict=True):
                 hashes.setdefault(rec.embed_hash, ch.embed_text)
         cached = self.manifest.vectors(hashes)
         missing = [h for h in hashes if h not in cached]
-        total_refs = sum(len(p.records) for p in group)
-        if missing:
+        if missing:  # not expected (the batches cached them all); never write a vector-less note
             vecs = self.embedder.embed_documents([hashes[h] for h in missing])  # type: ignore[attr-defined]
             fresh = dict(zip(missing, vecs, strict=True))
             self.manifest.put_vectors(fresh)
             cached.update(fresh)
-        report.chunks_embedded += len(missing)
-        report.vector_cache_hits += total_refs - len(missing)
+            report.chunks_embedded += len(missing)
         # 2. Chroma: upsert every chunk of the changed notes (metadata such as line numbers may
         # move without the text changing), then drop ids that no longer exist.
         ids, vecs_out, metas = [], [], []
@@ -424,4 +595,10 @@ class Indexer:
         )
 
     def _touch(self, old: FileRecord, src: sources.SourceFile) -> None:
+        # Chroma's copy of the mtime first: a crash in between leaves the manifest's old mtime,
+        # so the next scan reads the note and touches it again.
+        moved = dataclasses.replace(old, mtime=src.mtime, size=src.size)
+        records = self.manifest.chunks_for(old.path)
+        self.store.update_metadata([r.id for r in records],
+                                   [chunk_metadata(r, moved) for r in records])
         self.manifest.touch(old.path, src.mtime, src.size)

@@ -14,6 +14,7 @@ sections share one vector, and a damaged Chroma collection is rebuilt without to
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 import threading
 import time
@@ -67,7 +68,47 @@ CREATE TABLE IF NOT EXISTS vectors (embed_hash TEXT PRIMARY KEY, vector BLOB NOT
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     title, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
+CREATE TABLE IF NOT EXISTS skipped (
+    path TEXT PRIMARY KEY,
+    mtime REAL NOT NULL,
+    size INTEGER NOT NULL,
+    reason TEXT NOT NULL
+);
 """
+
+# Tables every manifest of this schema has had from the start: one missing means damage. (Tables
+# added later, like ``skipped``, are created by the next write open instead.)
+_REQUIRED_TABLES = frozenset({"meta", "files", "file_tags", "chunks", "vectors", "chunks_fts"})
+
+
+class ManifestDamagedError(sqlite3.DatabaseError):
+    """The file is not a manifest this mdsearch can use: damaged, not a database, tables
+    missing, or another schema version. The index is a cache, so the writer moves such a file
+    aside and rebuilds it from the notes."""
+
+
+_DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_DAMAGE_WORDS = ("malformed", "not a database", "file is encrypted", "no such table",
+                 "no such column")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether a SQLite error means the file itself is damaged (rather than busy, read-only,
+    out of space or missing, which moving the file aside would not cure)."""
+    if isinstance(exc, ManifestDamagedError):
+        return True
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    name = getattr(exc, "sqlite_errorname", "") or ""  # Python 3.11+
+    if name.startswith(_DAMAGE_CODES):
+        return True
+    text = str(exc).lower()
+    return any(w in text for w in _DAMAGE_WORDS)
+
+
+class ManifestEmptyError(sqlite3.DatabaseError):
+    """A reader found a manifest with no tables: nothing was ever indexed into it (or it is
+    being created right now)."""
 
 
 class Manifest:
@@ -90,33 +131,67 @@ class Manifest:
         self._generation = 0
         self._gen_lock = threading.Lock()
         self._all: list[sqlite3.Connection] = []
+        self.created = False
+        try:
+            self._check_and_create()
+            self._generation = int(self.get_meta("generation") or 0)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_and_create(self) -> None:
+        """Refuse a damaged file before anything reads it; give a new file its tables.
+
+        ``PRAGMA quick_check`` reads every page (about 80 ms for a 34 MB manifest), which is
+        what catches a file truncated or overwritten in the middle: SQLite itself only notices
+        when a query happens to touch a bad page, perhaps minutes into a run.
+        """
         conn = self._conn()
-        with conn:
-            if not read_only:
+        tables = {r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+        )}
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+        if problems != ["ok"]:
+            detail = " ".join("; ".join(map(str, problems)).split())
+            raise ManifestDamagedError(f"integrity check failed: {detail[:200]}")
+        if not tables & _REQUIRED_TABLES:
+            # A new (or emptied) file. A reader never creates anything.
+            if self.read_only:
+                raise ManifestEmptyError(f"manifest {self.path} is empty")
+            with conn:
                 conn.executescript(_SCHEMA)
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None and read_only:
-                raise sqlite3.DatabaseError(f"manifest {path} is not initialised")
-            if row is None:
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
                 )
-            elif int(row[0]) != SCHEMA_VERSION:
-                raise sqlite3.DatabaseError(
-                    f"manifest {path} has schema {row[0]}, this mdsearch expects {SCHEMA_VERSION}"
-                )
-        self._generation = int(self.get_meta("generation") or 0)
+            self.created = True
+            return
+        missing = sorted(_REQUIRED_TABLES - tables)
+        if missing:
+            raise ManifestDamagedError(f"tables missing: {', '.join(missing)}")
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None or str(row[0]) != str(SCHEMA_VERSION):
+            found = "no schema version" if row is None else f"schema version {row[0]}"
+            raise ManifestDamagedError(
+                f"{found}, this mdsearch reads schema version {SCHEMA_VERSION}"
+            )
+        if not self.read_only:
+            with conn:
+                conn.executescript(_SCHEMA)  # tables added since the file was made
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            if self.read_only:
-                conn.execute("PRAGMA query_only=ON")  # the writer's process owns the file
-            else:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA foreign_keys=OFF")
+            try:
+                if self.read_only:
+                    conn.execute("PRAGMA query_only=ON")  # the writer's process owns the file
+                else:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=NORMAL")
+                    conn.execute("PRAGMA foreign_keys=OFF")
+            except BaseException:  # a file that is not a database fails here
+                conn.close()
+                raise
             self._local.conn = conn
             self._all.append(conn)
         return conn
@@ -241,6 +316,26 @@ class Manifest:
             paths = {r[0] for r in rows}
             result = paths if result is None else result & paths
         return result or set()
+
+    def sample_vectors(self, n: int) -> list[np.ndarray]:
+        """Cached vectors of up to ``n`` indexed chunks spread over the table, the most recently
+        written among them (the one a crash most likely left out of Chroma's graph)."""
+        conn = self._conn()
+        top = conn.execute("SELECT max(rowid) FROM chunks").fetchone()[0]
+        if not top:
+            return []
+        rng = random.Random(int(top))
+        starts = sorted({int(top), *(rng.randint(1, int(top)) for _ in range(max(0, n - 1)))})
+        found: dict[int, np.ndarray] = {}
+        for start in starts:
+            row = conn.execute(
+                "SELECT c.rowid, v.vector FROM chunks c JOIN vectors v "
+                "ON v.embed_hash = c.embed_hash WHERE c.rowid >= ? ORDER BY c.rowid LIMIT 1",
+                (start,),
+            ).fetchone()
+            if row is not None:
+                found[row[0]] = np.frombuffer(row[1], dtype=np.float32)
+        return list(found.values())
 
     def all_paths(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT path FROM files ORDER BY path")]
@@ -376,7 +471,40 @@ class Manifest:
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM file_tags")
             conn.execute("DELETE FROM files")
+            conn.execute("DELETE FROM skipped")
             self._bump(conn)
+
+    # ---- files a scan leaves out (so each is reported once per change) ---------------------
+
+    def skipped(self) -> dict[str, tuple[float, int]]:
+        """``{path: (mtime, size)}`` of every file skipped when last seen, with the state it
+        was skipped in: the same state again is skipped without reading it or warning."""
+        try:
+            rows = self._conn().execute("SELECT path, mtime, size FROM skipped").fetchall()
+        except sqlite3.OperationalError:  # a read-only open of a manifest from before the table
+            return {}
+        return {path: (mtime, size) for path, mtime, size in rows}
+
+    def skip_reasons(self) -> dict[str, str]:
+        """``{path: reason}`` of the files left out, for ``status`` (a note a user misses)."""
+        try:
+            rows = self._conn().execute("SELECT path, reason FROM skipped ORDER BY path")
+            return dict(rows.fetchall())
+        except sqlite3.OperationalError:
+            return {}
+
+    def set_skipped(self, entries: Sequence[tuple[str, float, int, str]],
+                    forget: Sequence[str] = ()) -> None:
+        """Record ``(path, mtime, size, reason)`` skips and drop the records of ``forget``."""
+        if not entries and not forget:
+            return
+        conn = self._conn()
+        with conn:
+            conn.executemany("DELETE FROM skipped WHERE path = ?", [(p,) for p in forget])
+            conn.executemany(
+                "INSERT OR REPLACE INTO skipped (path, mtime, size, reason) VALUES (?, ?, ?, ?)",
+                entries,
+            )
 
     def gc_vectors(self) -> int:
         """Drop cached vectors no chunk uses any more; returns how many went."""

@@ -14,6 +14,7 @@ import fnmatch
 import hashlib
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -26,9 +27,11 @@ __all__ = [
     "HIDDEN_DIRS",
     "MARKDOWN_SUFFIXES",
     "ReadResult",
+    "SkipFn",
     "SourceFile",
     "SourceFilter",
     "count_notes",
+    "looks_binary",
     "read_source",
     "relpath",
     "scan",
@@ -288,10 +291,14 @@ def _check_root(root: Path) -> Path:
     return Path(os.path.normpath(root.absolute()))
 
 
+SkipFn = Callable[[str, float, int, str], None]
+"""``(rel, mtime, size, message)`` of a file (or ``"dir/"``) a scan leaves out."""
+
+
 def _walk(
     root: Path,
     flt: SourceFilter,
-    warn: Callable[[str], None],
+    skip: SkipFn,
     keep_going: Callable[[], bool] | None = None,
 ) -> Iterable[tuple[Path, str]]:
     """Yield ``(path, rel)`` of candidate notes, following symlinks only inside the root.
@@ -311,7 +318,13 @@ def _walk(
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            warn(f"skipped directory {rel_dir or '.'}: {exc.strerror or exc}")
+            try:
+                st = os.stat(directory)
+                mtime, size = st.st_mtime, st.st_size
+            except OSError:
+                mtime, size = -1.0, -1
+            skip(f"{rel_dir}/" if rel_dir else "./", mtime, size,
+                 f"skipped directory {rel_dir or '.'}: {exc.strerror or exc}")
             continue
         subdirs: list[tuple[Path, str]] = []
         for entry in entries:
@@ -351,25 +364,36 @@ def scan(
     index_dir: Path | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     warn: Callable[[str], None] | None = None,
+    skipped: SkipFn | None = None,
 ) -> list[SourceFile]:
     """Every note under ``root``, sorted by ``rel`` so diffs against the manifest are stable.
 
     Oversize files are dropped here, from ``stat`` alone, so a stray multi-megabyte
     export never gets read; ``warn`` receives one message naming each skipped file
-    (default: a log warning).
+    (default: a log warning). With ``skipped``, skips go there instead, with the
+    file's mtime and size, so a caller can remember them and warn once per change
+    rather than on every scan (a directory that cannot be listed is reported as
+    ``"dir/"``).
     """
     warn = warn or log.warning
+
+    def skip(rel: str, mtime: float, size: int, message: str) -> None:
+        if skipped is not None:
+            skipped(rel, mtime, size, message)
+        else:
+            warn(message)
+
     root_abs = _check_root(root)
     flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir)
     found: list[SourceFile] = []
-    for path, rel in _walk(root_abs, flt, warn):
+    for path, rel in _walk(root_abs, flt, skip):
         try:
             st = path.stat()
         except OSError as exc:  # vanished between listing and stat
             log.debug("skipped %s: %s", rel, exc)
             continue
         if st.st_size > max_file_bytes:
-            warn(_oversize_warning(rel, st.st_size, max_file_bytes))
+            skip(rel, st.st_mtime, st.st_size, _oversize_warning(rel, st.st_size, max_file_bytes))
             continue
         found.append(SourceFile(path=path, rel=rel, size=st.st_size, mtime=st.st_mtime))
     found.sort(key=lambda f: f.rel)
@@ -400,11 +424,42 @@ def count_notes(
         return not timed_out
 
     n = 0
-    for _ in _walk(root_abs, flt, lambda _msg: None, keep_going):
+    for _ in _walk(root_abs, flt, lambda *_skipped: None, keep_going):
         n += 1
         if stop_after is not None and n > stop_after:
             return n, False
     return n, not timed_out
+# Byte-order marks, longest first: UTF-32-LE's starts with UTF-16-LE's.
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+# A decoded file with at least this share of replacement characters and control characters is
+# binary, whatever its name: random bytes without NUL decode to about half of them, while a
+# note in a legacy encoding (Latin-1, cp1252) has a few percent at most.
+BINARY_SHARE = 0.3
+_BINARY_MIN = 4  # ... and at least this many, so a four-letter note with one bad byte is text
+_BAD_CHARS = re.compile("[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
+
+
+def _encoding(raw: bytes) -> tuple[str | None, int]:
+    """The encoding a byte-order mark declares and the mark's length; ``(None, 0)`` without."""
+    for bom, codec in _BOMS:
+        if raw.startswith(bom):
+            return codec, len(bom)
+    return None, 0
+
+
+def looks_binary(text: str) -> bool:
+    """Whether decoded text is mostly replacement or control characters (a binary file)."""
+    if not text:
+        return False
+    bad = len(_BAD_CHARS.findall(text))
+    return bad >= _BINARY_MIN and bad >= BINARY_SHARE * len(text)
 
 
 def read_source(
@@ -413,9 +468,11 @@ def read_source(
     """Read one note as text, turning every problem into a warning rather than an exception.
 
     One unreadable file must not stop indexing the rest of a vault, so the caller
-    only has to log ``warning`` and move on. NUL bytes mean the file is binary
-    whatever its name says; invalid UTF-8 is decoded with U+FFFD so the rest of the
-    note is still searchable. A UTF-8 BOM is dropped so front matter is recognised.
+    only has to log ``warning`` and move on. A byte-order mark decides the encoding
+    (UTF-8, UTF-16 or UTF-32, as Windows editors save them); without one the note is
+    UTF-8, and a NUL byte means the file is binary whatever its name says. Invalid
+    bytes are decoded as U+FFFD so the rest of a note stays searchable, unless the
+    result is mostly such characters or control characters: then it is binary too.
     """
     try:
         with open(path, "rb") as fh:
@@ -428,17 +485,25 @@ def read_source(
         return ReadResult(None, "", f"skipped {rel}: cannot read ({reason})")
     if len(raw) > max_file_bytes:  # grew between fstat and read
         return ReadResult(None, "", _oversize_warning(rel, len(raw), max_file_bytes))
-    if b"\x00" in raw:
+    codec, skip = _encoding(raw)
+    if codec is None and b"\x00" in raw:
         return ReadResult(None, "", f"skipped {rel}: contains NUL bytes (binary file?)")
-    digest = hashlib.sha256(raw).hexdigest()
+    body = raw[skip:]
+    name = "UTF-8" if codec is None else codec.upper()
     warning = None
     try:
-        text = raw.decode("utf-8")
+        text = body.decode(codec or "utf-8")
     except UnicodeDecodeError as exc:
-        text = raw.decode("utf-8", errors="replace")
+        text = body.decode(codec or "utf-8", errors="replace")
         warning = (
-            f"{rel}: invalid UTF-8 at byte {exc.start}; undecodable bytes replaced with U+FFFD"
+            f"{rel}: invalid {name} at byte {exc.start + skip}; undecodable bytes replaced "
+            f"with U+FFFD"
         )
-    if text.startswith("\ufeff"):
+    if looks_binary(text):
+        return ReadResult(
+            None, "", f"skipped {rel}: binary file (read as {name}, it is mostly undecodable "
+            f"bytes and control characters)"
+        )
+    if text.startswith("\ufeff"):  # a second mark: some tools write two
         text = text[1:]
-    return ReadResult(text, digest, warning)
+    return ReadResult(text, hashlib.sha256(raw).hexdigest(), warning)

@@ -54,26 +54,62 @@ class ChromaStore:
         from chromadb.config import Settings as ChromaSettings
 
         self.path = path
+        self._client: Any = None
         path.mkdir(parents=True, exist_ok=True)
         try:
             self._client = chromadb.PersistentClient(
                 path=str(path),
                 settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False),
             )
-            self._col = self._client.get_or_create_collection(
-                name=collection,
-                metadata={"hnsw:space": "cosine"},
-                embedding_function=None,
-            )
+            self._col = self._open_collection(collection)
         except Exception as exc:
+            self.close()
+            _forget_system(path)
             raise StoreError(
-                f"could not open the vector index in {path}: {exc}. The index is a cache: "
-                f"delete that folder (or run 'mdsearch index --rebuild') to rebuild it from "
-                f"the notes."
+                f"could not open the vector index in {path}: {short_error(exc)}"
             ) from exc
         self.max_batch = int(self._client.get_max_batch_size())
         self.batch_size = max(1, min(batch_size, self.max_batch))
         self.name = collection
+
+    def _open_collection(self, name: str) -> Any:
+        return self._client.get_or_create_collection(
+            name=name,
+            metadata={"hnsw:space": "cosine"},
+            embedding_function=None,
+        )
+
+    def reset(self) -> None:
+        """Empty this store's collection at once (drop and create it), for a manifest that
+        starts from nothing: faster than deleting every id, and it needs no working graph."""
+        self._client.delete_collection(self.name)
+        self._col = self._open_collection(self.name)
+
+    def probe(self, vectors: Sequence[np.ndarray]) -> str | None:
+        """Look for each of these stored vectors; what is wrong, or None when all is well.
+
+        Chroma answers ``count`` and ``get`` from its SQLite tables, but queries from its HNSW
+        graph files, which a crash, a sync tool or a full disk can leave missing or damaged:
+        then a query fails, or silently finds only the few vectors still in Chroma's log. A
+        vector that is in the collection must be its own nearest neighbour (or tie with an
+        identical one), so a handful of lookups tell a sound graph from a broken one. One miss
+        is tolerated: the graph is approximate.
+        """
+        missed = 0
+        for v in vectors:
+            try:
+                res = self._col.query(
+                    query_embeddings=[np.asarray(v, dtype=np.float32)], n_results=1,
+                    include=["distances"],
+                )
+            except Exception as exc:
+                return f"a query fails: {short_error(exc)}"
+            dists = res["distances"][0] if res.get("distances") else []
+            if not dists or float(dists[0]) > 1e-3:
+                missed += 1
+        if missed and missed >= max(1, (len(vectors) + 3) // 4):
+            return f"{missed} of {len(vectors)} stored vectors are not found by a query"
+        return None
 
     def _batches(self, n: int) -> Iterator[slice]:
         for start in range(0, n, self.batch_size):
@@ -92,6 +128,12 @@ class ChromaStore:
                 embeddings=np.asarray(vectors[part], dtype=np.float32),
                 metadatas=[dict(m) for m in metadatas[part]],
             )
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Metadata]) -> None:
+        """Replace the metadata of existing ids (their vectors stay)."""
+        ids = list(ids)
+        for part in self._batches(len(ids)):
+            self._col.update(ids=ids[part], metadatas=[dict(m) for m in metadatas[part]])
 
     def delete(self, ids: Sequence[str]) -> None:
         ids = list(ids)
@@ -155,6 +197,40 @@ class ChromaStore:
         self._client.delete_collection(name)
 
     def close(self) -> None:
-        """Drop our references. Chroma's process-wide client cache is left alone on purpose:
-        clearing it would break the other folders' indexes open in the same server."""
-        self._col = None  # type: ignore[assignment]
+        """Release this directory's Chroma system (files, threads) once no other client of the
+        same directory in this process uses it. Chroma counts its clients per directory, so the
+        other folders' indexes open in the same server are not affected."""
+        self._col = None
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception as exc:  # closing must never hide the error that led here
+                log.debug("closing the Chroma client of %s: %s", self.path, exc)
+
+
+def _forget_system(path: Path) -> None:
+    """Drop Chroma's cached system for ``path`` after a failed open.
+
+    Chroma caches one system per directory for the life of the process and keeps it even when
+    starting it failed, so without this every later open of the same path (after the damaged
+    folder was moved aside and a new one made) would get the broken one back.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+    except ImportError:  # pragma: no cover - a Chroma without it has no such cache
+        return
+    systems = getattr(SharedSystemClient, "_identifier_to_system", {})
+    system = systems.pop(str(path), None)
+    getattr(SharedSystemClient, "_identifier_to_refcount", {}).pop(str(path), None)
+    if system is not None:
+        try:
+            system.stop()
+        except Exception as exc:
+            log.debug("stopping the Chroma system of %s: %s", path, exc)
+
+
+def short_error(exc: BaseException, limit: int = 240) -> str:
+    """An exception as one short line (Chroma's errors can run to a page)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"

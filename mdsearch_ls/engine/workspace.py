@@ -16,9 +16,10 @@ import hashlib
 import logging
 import os
 import re
+import shutil
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -32,14 +33,20 @@ from mdsearch_ls.engine.errors import (
     IndexLockedError,
     IndexOpenError,
     IndexReadOnlyError,
+    MdsearchError,
     NotIndexedError,
     RequestError,
 )
 from mdsearch_ls.engine.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
-from mdsearch_ls.engine.manifest import SCHEMA_VERSION, Manifest
+from mdsearch_ls.engine.manifest import (
+    SCHEMA_VERSION,
+    Manifest,
+    ManifestEmptyError,
+    is_damage,
+)
 from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search import Hit, Searcher
-from mdsearch_ls.engine.store import ChromaStore, StoreError
+from mdsearch_ls.engine.store import ChromaStore, StoreError, short_error
 from mdsearch_ls.engine.vectors import mean_vector
 
 log = logging.getLogger(__name__)
@@ -122,6 +129,28 @@ def space_name(settings: Settings) -> str:
     model = re.sub(r"[^A-Za-z0-9._-]+", "-", model_display_name(settings.model)).strip("-._")
     chunking_key = f"c{settings.chunk_size}-o{settings.chunk_overlap}"
     return f"{model[:60] or 'model'}-{chunking_key}-v{SCHEMA_VERSION}"
+
+
+DAMAGED_PREFIX = "damaged-"
+"""Damaged files are moved into ``<index dir>/damaged-<time>/``; only the newest is kept."""
+
+# How many stored vectors an open looks up in Chroma to tell a sound graph from a broken one.
+_PROBES = 8
+
+
+class _Damaged(Exception):
+    """Internal: one part of the index (``manifest`` or ``vector store``) is damaged."""
+
+    def __init__(self, part: str, detail: str, paths: list[Path]) -> None:
+        super().__init__(f"{part}: {detail}")
+        self.part = part
+        self.detail = detail
+        self.paths = paths
+
+
+def _cause(exc: BaseException) -> str:
+    """The message of the error under a wrapper (StoreError adds its own words)."""
+    return short_error(exc.__cause__ or exc)
 
 
 class _Lock:
@@ -292,6 +321,14 @@ class Workspace:
         )
         self.space = space_name(settings)
         self.read_only = read_only
+        self.healed: str | None = None
+        """What was damaged and what opening did about it, once, for a person to read (CLI
+        stderr, an editor's ``window/showMessage``); None when the index opened sound."""
+        self.repaired: int | None = None
+        self.store = None
+        self.indexer = None
+        self._damaged_dir: Path | None = None
+        self._stale_vectors = False
         self.read_only_reason: str | None = None
         self.last_report: IndexReport | None = None
         self._filter: sources.SourceFilter | None = None
@@ -303,54 +340,171 @@ class Workspace:
         self._lock = _Lock(self.index_dir / "writer.lock")
         try:
             (self.index_dir / "ROOT").write_text(str(self.root) + "\n", encoding="utf-8")
-            try:
-                self.manifest = Manifest(self.index_dir / f"{self.space}.sqlite3")
-            except sqlite3.DatabaseError as exc:
-                raise IndexOpenError(
-                    f"the manifest in {self.index_dir} cannot be read ({exc}); delete that "
-                    f"folder or run 'mdsearch index --rebuild' to rebuild it from the notes"
-                ) from exc
-            try:
-                self.store = ChromaStore(
-                    self.index_dir / "chroma", self.space, batch_size=settings.batch_size
-                )
-            except StoreError as exc:
-                raise IndexOpenError(str(exc)) from exc
+            self._open_healing()
             self.dropped_spaces = self._prune_spaces()
+            self.searcher = Searcher(
+                self.manifest, self.store, embedder, per_file=settings.per_file
+            )
+        except BaseException:
+            self._close_stores()
+            self._lock.release()
+            raise
+
+    # ---- opening as the writer, healing damage ----------------------------------------------
+
+    @property
+    def _manifest_path(self) -> Path:
+        return self.index_dir / f"{self.space}.sqlite3"
+
+    def _open_healing(self) -> None:
+        """Open the manifest and Chroma as the writer; a damaged one is set aside and rebuilt.
+
+        The index is a cache of the notes, so damage (a file truncated or overwritten, a
+        schema of another version, Chroma failing to open or to find its own vectors) is never
+        a reason to lock the user out: the damaged files move to ``damaged-<time>/`` inside the
+        index folder (only the newest such folder is kept, for a bug report) and the index
+        starts anew. A damaged Chroma alone costs no model time: the manifest's vector cache
+        refills it. What happened is in :attr:`healed`, for the front end to show once.
+        """
+        found: list[str] = []
+        moved: set[str] = set()
+        while True:
+            try:
+                self._open_stores()
+            except _Damaged as damage:
+                self._close_stores()
+                if damage.part in moved:  # damaged again right after a fresh start: give up
+                    raise IndexOpenError(
+                        f"the index in {self.index_dir} cannot be opened ({damage.detail}) even "
+                        f"after setting the damaged one aside; delete that folder and try again"
+                    ) from damage.__cause__
+                moved.add(damage.part)
+                found.append(f"{damage.part}: {damage.detail}")
+                self._set_aside(damage)
+                continue
+            break
+        assert self.store is not None and self.indexer is not None
+        if self._stale_vectors and "manifest" not in moved:
+            found.append("manifest: empty, while the vector store held an index")
+        if found:
+            rebuild = "manifest" in moved or self.manifest.created
+            action = ("it is rebuilt from the notes" if rebuild else
+                      "its vectors were restored from the manifest's cache, with nothing to "
+                      "re-embed")
+            where = f" The damaged files were moved to {self._damaged_dir}." if moved else ""
+            self.healed = (f"the index of {self.root} was damaged ({'; '.join(found)}): "
+                           f"{action}.{where}")
+            log.info("%s", self.healed)  # the front end shows it (CLI stderr, showMessage)
+
+    def _open_stores(self) -> None:
+        """One attempt at opening both stores; raises :class:`_Damaged` naming the damaged one."""
+        chroma_dir = self.index_dir / "chroma"
+        path = self._manifest_path
+        manifest_files = [path.with_name(path.name + s) for s in ("", "-wal", "-shm")]
+        try:
+            self.manifest = Manifest(path)
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                raise _Damaged("manifest", str(exc), manifest_files) from exc
+            raise IndexOpenError(f"the manifest in {self.index_dir} cannot be opened ({exc})") \
+                from exc
+        try:
+            self.store = ChromaStore(chroma_dir, self.space, batch_size=self.settings.batch_size)
+        except StoreError as exc:
+            raise _Damaged("vector store", _cause(exc), [chroma_dir]) from exc
+        try:
+            self._stale_vectors = self.manifest.created and self.store.count() > 0
+            if self._stale_vectors:
+                # A new manifest: the old collection has nothing left to agree with.
+                self.store.reset()
             self.indexer = Indexer(
-                self.root, settings, self.manifest, self.store, embedder,
+                self.root, self.settings, self.manifest, self.store, self.embedder,
                 index_dir=self.index_dir,
             )
             # The manifest is the truth: repair what a crash between the Chroma write and the
             # manifest write left, before anything reads (``--no-update`` searches, status).
             self.repaired = self.indexer.reconcile()
-            self.searcher = Searcher(
-                self.manifest, self.store, embedder, per_file=settings.per_file
-            )
-        except BaseException:
-            self._lock.release()
+            problem = self.store.probe(self.manifest.sample_vectors(_PROBES))
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                raise _Damaged("manifest", str(exc), manifest_files) from exc
             raise
+        except (OSError, MdsearchError):
+            raise
+        except Exception as exc:  # anything else Chroma raises on a sound index is damage
+            raise _Damaged("vector store", short_error(exc), [chroma_dir]) from exc
+        if problem:
+            raise _Damaged("vector store", problem, [chroma_dir])
+
+    def _close_stores(self) -> None:
+        for part in (getattr(self, "store", None), getattr(self, "manifest", None)):
+            if part is not None:
+                with contextlib.suppress(Exception):
+                    part.close()
+        self.store = None
+        self.indexer = None
+
+    def _set_aside(self, damage: _Damaged) -> None:
+        """Move damaged files into this open's ``damaged-<time>`` folder (older ones go)."""
+        folder = self._damaged_dir
+        try:
+            if folder is None:
+                for old in self.index_dir.glob(f"{DAMAGED_PREFIX}*"):
+                    shutil.rmtree(old, ignore_errors=True)
+                folder = self.index_dir / f"{DAMAGED_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}"
+                folder.mkdir(parents=True, exist_ok=True)
+                self._damaged_dir = folder
+            for p in damage.paths:
+                if p.exists():
+                    os.replace(p, folder / p.name)
+        except OSError as exc:
+            raise IndexOpenError(
+                f"the index in {self.index_dir} is damaged ({damage.part}: {damage.detail}) "
+                f"and could not be set aside ({exc}); delete that folder to rebuild it"
+            ) from exc
 
     def _open_read_only(self) -> None:
         self._lock = None
         self.dropped_spaces: list[str] = []
         self.repaired = None
-        path = self.index_dir / f"{self.space}.sqlite3"
+        path = self._manifest_path
+        not_indexed = NotIndexedError(
+            f"{self.root} is not indexed yet: run `mdsearch index {self.root}`"
+        )
         if not path.is_file():
-            raise NotIndexedError(
-                f"{self.root} is not indexed yet: run `mdsearch index {self.root}`"
-            )
+            raise not_indexed
         try:
             self.manifest = Manifest(path, read_only=True)
+        except ManifestEmptyError:
+            raise not_indexed from None
         except sqlite3.DatabaseError as exc:
-            raise IndexOpenError(
-                f"the manifest in {self.index_dir} cannot be read ({exc})"
-            ) from exc
+            raise self._damage_error(exc) from exc
         self.store = None
         self.indexer = None
         self.searcher = Searcher(
             self.manifest, None, self.embedder, per_file=self.settings.per_file
         )
+
+    def _damage_error(self, exc: sqlite3.DatabaseError) -> IndexOpenError:
+        """What a reader says about a manifest it cannot read: the writer heals, not a reader."""
+        if is_damage(exc):
+            return IndexOpenError(
+                f"the index in {self.index_dir} is damaged ({exc}); it is rebuilt from the notes "
+                f"the next time it is opened for writing (run `mdsearch index {self.root}`, or "
+                f"restart the editor's mdsearch server)"
+            )
+        return IndexOpenError(f"the manifest in {self.index_dir} cannot be read ({exc})")
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Damage met by a query (after the open's check passed) is an IndexOpenError that says
+        what heals it, not a bare SQLite error."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            raise self._damage_error(exc) from exc
 
     def _writer(self) -> Indexer:
         if self.indexer is None:
@@ -490,13 +644,14 @@ class Workspace:
 
     def search(self, request: SearchRequest) -> SearchResult:
         """Run a validated request (see :meth:`SearchRequest.build`)."""
-        found = self.searcher.search(
-            request.query,
-            request.k,
-            mode=request.mode or self.settings.mode,
-            filters=request.filters,
-            fusion=self.settings.fusion,
-        )
+        with self._reading():
+            found = self.searcher.search(
+                request.query,
+                request.k,
+                mode=request.mode or self.settings.mode,
+                filters=request.filters,
+                fusion=self.settings.fusion,
+            )
         hits = found.hits
         if request.min_score is not None:
             hits = [h for h in hits if h.score is None or h.score >= request.min_score]
@@ -562,7 +717,8 @@ class Workspace:
         if not texts:
             return Related(section, [])
         hashes = [sha1(t) for t in texts]
-        cached = self.manifest.vectors(hashes)
+        with self._reading():
+            cached = self.manifest.vectors(hashes)
         missing = [t for t, h in zip(texts, hashes, strict=True) if h not in cached]
         vectors = [cached[h] for h in hashes if h in cached]
         if missing:
@@ -571,12 +727,13 @@ class Workspace:
         if centroid is None:
             return Related(section, [])
         min_score = request.min_score
-        hits = self.searcher.related(
-            centroid,
-            exclude_path=rel,
-            k=request.k or self.settings.hover_max_results,
-            min_score=self.settings.hover_min_score if min_score is None else min_score,
-        )
+        with self._reading():
+            hits = self.searcher.related(
+                centroid,
+                exclude_path=rel,
+                k=request.k or self.settings.hover_max_results,
+                min_score=self.settings.hover_min_score if min_score is None else min_score,
+            )
         return Related(section, hits)
 
     def note_path(self, path: str | Path) -> str | None:
@@ -623,6 +780,9 @@ class Workspace:
             "last_update": _iso(float(last)) if last else None,
             "read_only": self.read_only,
             "index": self.index_state().to_json(),
+            # Reported once when met; listed here for whoever wonders where a note went.
+            "skipped": [{"path": p, "reason": r}
+                        for p, r in self.manifest.skip_reasons().items()],
         }
 
     def close(self) -> None:

@@ -27,8 +27,9 @@ def test_index_larger_than_one_chroma_batch(tmp_path, write, fake_embedder):
     write(root, "catalogue.md", big_note(N_SECTIONS))
     for i in range(20):
         write(root, f"small/n{i}.md", f"# Small {i}\n\nA small note number {i}.\n")
-    # A configured batch far above Chroma's limit: the store's own cap must apply.
-    settings = Settings(batch_size=100_000)
+    # A configured batch far above Chroma's limit: the store's own cap must apply. (One note
+    # over max_chunks_per_file's default is what makes the write bigger than one batch.)
+    settings = Settings(batch_size=100_000, max_chunks_per_file=10_000)
     idx = tmp_path / "idx"
     with Workspace(root, settings, fake_embedder, index_dir=idx) as ws:
         assert ws.store.batch_size == ws.store.max_batch < N_SECTIONS
