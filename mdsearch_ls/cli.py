@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mdsearch_ls import __version__
-from mdsearch_ls.config import FUSIONS, MODES, Settings, with_overrides
+from mdsearch_ls.config import EMBEDDER_BACKENDS, FUSIONS, MODES, Settings, with_overrides
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LOCKED, EXIT_OPEN = 0, 1, 2, 3, 4
 
@@ -31,6 +31,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
     p.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
     p.add_argument("--model", help="local sentence-transformers model path or cached name")
+    p.add_argument("--embedder-backend", choices=EMBEDDER_BACKENDS,
+                   help="onnx (default), onnx-int8 or torch (needs mdsearch-ls[torch])")
     p.add_argument("--chunk-size", type=int, help="longest chunk in characters (default 1000)")
     p.add_argument("--chunk-overlap", type=int, help="overlap between chunks (default 200)")
     p.add_argument("--include", action="append", metavar="GLOB", help="only index these notes")
@@ -108,6 +110,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     return with_overrides(
         Settings(),
         model=getattr(args, "model", None),
+        embedder_backend=getattr(args, "embedder_backend", None),
         chunk_size=getattr(args, "chunk_size", None),
         chunk_overlap=getattr(args, "chunk_overlap", None),
         include=tuple(args.include) if getattr(args, "include", None) else None,
@@ -152,10 +155,10 @@ def _open(  # type: ignore[no-untyped-def]
     """The workspace of ``root``. A ``reader`` (search, related, status) whose index another
     process is writing (an editor's server) opens it read-only instead of failing: it searches
     the index as that process has it, without updating it first."""
-    from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder
+    from mdsearch_ls.engine.embedder import create_embedder
     from mdsearch_ls.engine.workspace import IndexLockedError, Workspace
 
-    embedder = SentenceTransformerEmbedder(settings.model)
+    embedder = create_embedder(settings)
     try:
         return Workspace(root, settings, embedder, index_dir=args.index_dir)
     except IndexLockedError as exc:

@@ -16,6 +16,7 @@ from typing import Any
 
 MODES = ("hybrid", "semantic", "keyword")
 FUSIONS = ("convex", "rrf")
+EMBEDDER_BACKENDS = ("onnx", "onnx-int8", "torch")  # engine/embedding/__init__.py says why
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,10 @@ class Settings:
     model: str | None = None
     """A local sentence-transformers model folder or a cached name; default: the bundled
     all-MiniLM-L6-v2."""
+    embedder_backend: str = "onnx"
+    """onnx (the bundled model on ONNX Runtime, fast to start), onnx-int8 (smaller and faster,
+    slightly different vectors: its own index) or torch (sentence-transformers, for a GPU or
+    another model; needs the mdsearch-ls[torch] extra)."""
     chunk_size: int = 1000
     """Longest chunk in characters before a section is split."""
     chunk_overlap: int = 200
@@ -63,6 +68,7 @@ _CLIENT_KEYS: dict[str, str] = {
     "exclude": "exclude",
     "indexDir": "index_dir",
     "model": "model",
+    "embedder.backend": "embedder_backend",
     "chunkSize": "chunk_size",
     "chunkOverlap": "chunk_overlap",
     "maxResults": "max_results",
@@ -130,6 +136,12 @@ def _fusion(value: Any) -> str:
     raise ValueError(f"expected one of {', '.join(FUSIONS)}")
 
 
+def _backend(value: Any) -> str:
+    if value in EMBEDDER_BACKENDS:
+        return str(value)
+    raise ValueError(f"expected one of {', '.join(EMBEDDER_BACKENDS)}")
+
+
 def _mode(value: Any) -> str:
     if value in MODES:
         return str(value)
@@ -141,6 +153,7 @@ _VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "exclude": _globs,
     "index_dir": _opt_str,
     "model": _opt_str,
+    "embedder_backend": _backend,
     "chunk_size": _int(100, 20_000),
     "chunk_overlap": _int(0, 10_000),
     "max_results": _int(1, 500),
@@ -160,7 +173,7 @@ def _flatten(options: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in options.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and name == "hover":
+        if isinstance(value, Mapping) and name in ("hover", "embedder"):
             flat.update(_flatten(value, f"{name}."))
         else:
             flat[name] = value
@@ -216,4 +229,4 @@ def with_overrides(settings: Settings, **overrides: Any) -> Settings:
     return dataclasses.replace(settings, **given) if given else settings
 
 
-__all__ = ["FUSIONS", "MODES", "Settings", "settings_from_client", "with_overrides"]
+__all__ = ["EMBEDDER_BACKENDS", "FUSIONS", "MODES", "Settings", "settings_from_client", "with_overrides"]

@@ -28,7 +28,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from mdsearch_ls import __version__
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder
+from mdsearch_ls.engine.embedder import create_embedder
 from mdsearch_ls.engine.indexer import IndexReport
 from mdsearch_ls.engine.workspace import IndexLockedError, IndexOpenError, Workspace
 
@@ -217,7 +217,7 @@ class MdSearchServer(LanguageServer):
         )
         self.settings = Settings()
         self.init_settings = Settings()  # defaults + initializationOptions
-        self.embedder = SentenceTransformerEmbedder(None)
+        self.embedder = create_embedder(self.settings)
         self.folders: dict[Path, FolderIndex] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self.model_state = "not-loaded"

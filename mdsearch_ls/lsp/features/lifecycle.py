@@ -16,7 +16,7 @@ from typing import Any
 from lsprotocol import types
 
 from mdsearch_ls.config import Settings, settings_from_client
-from mdsearch_ls.engine.embedder import ModelLoadError, SentenceTransformerEmbedder
+from mdsearch_ls.engine.embedder import ModelLoadError, create_embedder
 from mdsearch_ls.lsp.progress import IndexProgress
 from mdsearch_ls.lsp.server import (
     STATE_ERROR,
@@ -31,8 +31,8 @@ from mdsearch_ls.lsp.server import (
 log = logging.getLogger(__name__)
 
 # Settings whose change means a different index: the folders are reopened and rescanned.
-_INDEX_FIELDS = ("include", "exclude", "index_dir", "model", "chunk_size", "chunk_overlap",
-                 "max_file_bytes")
+_INDEX_FIELDS = ("include", "exclude", "index_dir", "model", "embedder_backend", "chunk_size",
+                 "chunk_overlap", "max_file_bytes")
 
 WATCH_GLOB = "**/*.{md,markdown}"
 
@@ -65,8 +65,8 @@ def apply_settings(ls: MdSearchServer, options: Any, *, initial: bool = False) -
     old = ls.settings
     ls.settings = new
     changed = any(getattr(old, f) != getattr(new, f) for f in _INDEX_FIELDS)
-    if old.model != new.model:
-        ls.embedder = SentenceTransformerEmbedder(new.model)
+    if old.model != new.model or old.embedder_backend != new.embedder_backend:
+        ls.embedder = create_embedder(new)
         ls.model_state = "not-loaded"
     if not changed:
         for folder in ls.folders.values():
