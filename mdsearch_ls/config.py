@@ -229,4 +229,5 @@ def with_overrides(settings: Settings, **overrides: Any) -> Settings:
     return dataclasses.replace(settings, **given) if given else settings
 
 
-__all__ = ["EMBEDDER_BACKENDS", "FUSIONS", "MODES", "Settings", "settings_from_client", "with_overrides"]
+__all__ = ["EMBEDDER_BACKENDS", "FUSIONS", "MODES", "Settings", "settings_from_client",
+           "with_overrides"]

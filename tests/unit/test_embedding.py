@@ -3,7 +3,6 @@ the backend setting, embedding spaces, and a default install without torch."""
 
 from __future__ import annotations
 
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -99,7 +98,7 @@ def test_documents_come_back_in_the_callers_order_though_embedded_sorted() -> No
     # Each batch is sorted by length (longest first) and bounded by count and padded tokens.
     order = [t for b in embedder.batches for t in b]
     assert [len(t.split()) for t in order] == sorted(lengths, reverse=True)
-    assert all(len(b) <= 4 and max(len(t.split()) for t in b) * len(b) <= 20 or len(b) == 1
+    assert all((len(b) <= 4 and max(len(t.split()) for t in b) * len(b) <= 20) or len(b) == 1
                for b in embedder.batches)
     assert len(embedder.batches) > 1
 
