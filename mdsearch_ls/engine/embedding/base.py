@@ -39,8 +39,8 @@ def physical_cores() -> int:
     multiply (a hyper-thread shares its core's vector units, so it adds contention, not speed).
 
     Counts distinct (package, core) pairs of the CPUs in the affinity mask from sysfs; where that
-    is unavailable, the usable CPUs. Measured on the 2-core CI machine: 2 threads embed 1.6-1.8x
-    faster than 1, with either backend.
+    is unavailable, the usable CPUs. (The CI machine has 2 cores without SMT, so 2; 1 thread
+    against 2 was not measured reliably there, the machine being shared.)
     """
     try:
         cpus = sorted(os.sched_getaffinity(0))
