@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from quality import sanitize  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 from mdsearch_ls.config import Settings  # noqa: E402
-from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder  # noqa: E402
+from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
 from mdsearch_ls.engine.query import parse_query  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (
         ROOT / "benchmarks" / "results" / f"filter-{folder.name}-c{args.chunk_size}.json"
     )
-    embedder = SentenceTransformerEmbedder(settings.model)
+    embedder = create_embedder(settings)
     ws = Workspace(folder, settings, embedder, index_dir=args.index_dir.resolve())
     t0 = time.perf_counter()
     report = ws.index()

@@ -40,23 +40,38 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mdsearch_ls.config import Settings  # noqa: E402
-from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder  # noqa: E402
+from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 MODES = ("hybrid", "semantic", "keyword")
 
 
-class TimedEmbedder(SentenceTransformerEmbedder):
-    """The real embedder, keeping the time spent in document embedding."""
+class TimedEmbedder:
+    """The real embedder (the settings' backend), keeping the time spent embedding documents."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, settings: Settings) -> None:
+        self._inner = create_embedder(settings)
         self.doc_seconds = 0.0
         self.doc_texts = 0
 
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._inner, name)
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner.loaded
+
     def embed_documents(self, texts):  # type: ignore[no-untyped-def]
         t0 = time.perf_counter()
-        out = super().embed_documents(texts)
+        out = self._inner.embed_documents(texts)
         self.doc_seconds += time.perf_counter() - t0
         self.doc_texts += len(texts)
         return out
@@ -148,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     t_start = time.perf_counter()
     settings = Settings()
-    embedder = TimedEmbedder(settings.model)
+    embedder = TimedEmbedder(settings)
     ws = Workspace(work, settings, embedder, index_dir=index_dir)
     t_load = time.perf_counter()
     embedder.load()

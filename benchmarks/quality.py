@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine import manifest as manifest_mod  # noqa: E402
-from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder  # noqa: E402
+from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
 from mdsearch_ls.engine.ranking import RankingParams  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = Settings(per_file=1, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap,
                         fusion=params.fusion)
-    ws = Workspace(vault, settings, SentenceTransformerEmbedder(settings.model),
+    ws = Workspace(vault, settings, create_embedder(settings),
                    index_dir=index_dir)
     ws.searcher.params = params
     t0 = time.perf_counter()

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from filter_bench import sample_queries  # noqa: E402  (benchmarks/ is on sys.path as a script)
 
 from mdsearch_ls.config import Settings  # noqa: E402
-from mdsearch_ls.engine.embedder import SentenceTransformerEmbedder  # noqa: E402
+from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 MODES = ("hybrid", "semantic", "keyword")
@@ -55,7 +55,7 @@ def main() -> int:
     folder = args.folder.resolve()
     out = args.out or ROOT / "benchmarks" / "results" / f"reader-{folder.name}.json"
 
-    embedder = SentenceTransformerEmbedder()
+    embedder = create_embedder(Settings())
     embedder.load()
     settings = Settings()
     writer = Workspace(folder, settings, embedder, index_dir=args.index_dir)

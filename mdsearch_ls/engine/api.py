@@ -20,7 +20,7 @@ Obsidian bridge) is a small file over these names:
 from __future__ import annotations
 
 from mdsearch_ls.engine.chunking import Heading, outline
-from mdsearch_ls.engine.embedder import Embedder, ModelLoadError, SentenceTransformerEmbedder
+from mdsearch_ls.engine.embedding import Embedder, ModelLoadError, create_embedder
 from mdsearch_ls.engine.errors import (
     IndexLockedError,
     IndexOpenError,
@@ -55,11 +55,6 @@ from mdsearch_ls.engine.workspace import (
     find_index_root,
     has_index,
 )
-
-
-def create_embedder(settings: object) -> Embedder:
-    """The embedder the settings ask for; load it with ``.load()`` (slow) or on first use."""
-    return SentenceTransformerEmbedder(getattr(settings, "model", None))
 
 
 def is_markdown(path: str) -> bool:

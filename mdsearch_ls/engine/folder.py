@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.embedder import Embedder
+from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import IndexLockedError, NotIndexedError
 from mdsearch_ls.engine.indexer import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest

@@ -28,7 +28,7 @@ import numpy as np
 
 from mdsearch_ls.config import INDEX_FIELDS, Settings, differs
 from mdsearch_ls.engine import chunking, sources
-from mdsearch_ls.engine.embedder import Embedder, model_display_name
+from mdsearch_ls.engine.embedding import Embedder, space_model_name
 from mdsearch_ls.engine.errors import (
     IndexLockedError,
     IndexOpenError,
@@ -125,8 +125,9 @@ KEEP_OTHER_SPACES = 1
 
 
 def space_name(settings: Settings) -> str:
-    """Collection name for one embedding space: changing model or chunking starts a new one."""
-    model = re.sub(r"[^A-Za-z0-9._-]+", "-", model_display_name(settings.model)).strip("-._")
+    """Collection name for one embedding space: changing model or chunking starts a new one
+    (and so does the int8 backend, whose vectors differ: ``space_model_name``)."""
+    model = re.sub(r"[^A-Za-z0-9._-]+", "-", space_model_name(settings)).strip("-._")
     chunking_key = f"c{settings.chunk_size}-o{settings.chunk_overlap}"
     return f"{model[:60] or 'model'}-{chunking_key}-v{SCHEMA_VERSION}"
 
