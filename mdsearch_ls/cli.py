@@ -112,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _common(p)
 
+    p = sub.add_parser("mcp", help="run the MCP server over stdio (for AI assistants)")
+    p.add_argument("--root", action="append", metavar="ROOT",
+                   help="folder of notes; repeat for several (default: .)")
+    _common(p)
+    _add_setting_flags(p, "search")
+
     p = sub.add_parser("serve", help="run the language server over stdio (for editors)")
     p.add_argument("--stdio", action="store_true", help="accepted for editor compatibility")
     p.add_argument("-v", "--verbose", action="count", default=0)
@@ -326,6 +332,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from mdsearch_ls.mcp import main as mcp_main
+
+    return mcp_main(args.root or ["."], _settings(args))
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from mdsearch_ls.lsp.server import run_stdio
 
@@ -338,6 +350,7 @@ COMMANDS = {
     "related": cmd_related,
     "status": cmd_status,
     "serve": cmd_serve,
+    "mcp": cmd_mcp,
 }
 
 
@@ -364,8 +377,15 @@ def exit_code(exc: BaseException) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mdsearch``; returns the exit code instead of raising."""
     args = build_parser().parse_args(argv)
-    configure_logging(level_from_flags(args.verbose, args.quiet))
+    configure_logging(level_from_flags(args.verbose, args.quiet),
+                      prog="mdsearch-mcp" if args.command == "mcp" else "mdsearch")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    if args.command == "mcp":  # before the engine import below: initialize must not wait on it
+        try:
+            return cmd_mcp(args)
+        except SettingError as exc:
+            _err(str(exc))
+            return EXIT_USAGE
     from mdsearch_ls.engine.api import MdsearchError, ModelLoadError
 
     started = time.perf_counter()
