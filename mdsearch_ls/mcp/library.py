@@ -101,7 +101,10 @@ class FoundHit:
 class Library:
     """The folders a server was started with, their indexes, the shared model, the watcher."""
 
-    def __init__(self, roots: Iterable[Path | str], settings: Settings) -> None:
+    def __init__(
+        self, roots: Iterable[Path | str], settings: Settings, *, embedder: Any = None
+    ) -> None:
+        """``embedder``: the model to use instead of the one the settings name (tests)."""
         self.settings = settings
         resolved: list[Path] = []
         for r in roots:
@@ -111,7 +114,7 @@ class Library:
         self.roots = resolved
         self.names = _names(resolved)
         self.folders: list[Folder] = []
-        self.embedder: Any = None
+        self.embedder: Any = embedder
         self.model_error: str | None = None
         self.start_error: str | None = None
         self._started = threading.Event()
@@ -132,7 +135,8 @@ class Library:
         try:
             from mdsearch_ls.engine.api import IndexedFolder, create_embedder, load_in_background
 
-            self.embedder = create_embedder(self.settings)
+            if self.embedder is None:
+                self.embedder = create_embedder(self.settings)
             load_in_background(self.embedder, self._model_loaded)
             for root in self.roots:
                 name = self.names[root]

@@ -33,6 +33,11 @@ RELATED_MAX_TOKENS = 1500
 RELATED_MIN_SCORE = 0.25
 MIN_BUDGET = 100
 MIN_TEXT = 40
+# The best hits are shown whole (as far as max_tokens allows); the rest as excerpts, enough to
+# judge whether to read_section them: most questions are answered by the first few sections,
+# and the tail of a result list is where whole sections would waste an assistant's context.
+FULL_HITS = 3
+EXCERPT_TOKENS = 60
 MAX_BUDGET = 100_000
 
 
@@ -190,22 +195,26 @@ def _state_note(index: dict[str, Any], hits: int) -> str | None:
 
 
 def _fit(
-    fixed: int, bodies: list[str], marker_cost: list[int], budget: int
+    fixed: int, bodies: list[str], marker_cost: list[int], budget: int,
+    caps: list[int | None] | None = None,
 ) -> list[tuple[str, bool]]:
     """Trim ``bodies`` so that ``fixed`` tokens plus the bodies plus a marker for each trimmed
-    one fit ``budget``; equal shares, unused share going to longer bodies."""
+    one fit ``budget``. A body never gets more than its cap (None: no cap); within the budget,
+    equal shares, what a short body does not use going to the longer ones."""
     count = counter().count
     needs = [count(b) for b in bodies]
-    if fixed + sum(needs) <= budget:
-        return [(b, False) for b in bodies]
+    caps = caps or [None] * len(bodies)
+    want = [n if c is None else min(n, c) for n, c in zip(needs, caps, strict=True)]
+    reserve = sum(m for m, n, w in zip(marker_cost, needs, want, strict=True) if n > w)
     avail = max(0, budget - fixed)
-    reserve = 0
-    for _ in range(len(bodies) + 1):
-        allot = share(needs, avail - reserve)
-        new = sum(c for c, n, a in zip(marker_cost, needs, allot, strict=True) if n > a)
-        if new <= reserve:
-            break
-        reserve = new
+    allot = want
+    if sum(want) + reserve > avail:
+        for _ in range(len(bodies) + 1):
+            allot = share(want, avail - reserve)
+            new = sum(m for m, n, a in zip(marker_cost, needs, allot, strict=True) if n > a)
+            if new <= reserve:
+                break
+            reserve = new
     return [counter().trim(b, a) for b, a in zip(bodies, allot, strict=True)]
 
 
@@ -238,8 +247,15 @@ def _score(hit: Any) -> float | None:
 
 
 def _hit_head(i: int, path: str, hit: Any) -> str:
+    """``[1] path:12-30 · Heading > Sub · 0.62``; the note's title is left out of the heading
+    path when it only repeats the file name (``heading_path`` in the structured result keeps
+    it)."""
     score = f" · {hit.score:.2f}" if hit.score is not None else ""
-    return (f"[{i}] {path}:{hit.start_line + 1}-{hit.end_line + 1} · {hit.breadcrumb}{score}")
+    crumbs = hit.breadcrumb.split(" > ")
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if len(crumbs) > 1 and _norm(crumbs[0]) == _norm(stem):
+        crumbs = crumbs[1:]
+    return f"[{i}] {path}:{hit.start_line + 1}-{hit.end_line + 1} · {' > '.join(crumbs)}{score}"
 
 
 def _marker(next_line: int, last_line: int) -> str:
@@ -271,7 +287,8 @@ def render_hits(
         if fixed + (room if keep > 1 else 0) <= budget or keep == 0:
             break
         keep -= 1
-    fitted = _fit(fixed, [t for t, _ in texts[:keep]], markers[:keep], budget)
+    caps = [None if i < FULL_HITS else EXCERPT_TOKENS for i in range(keep)]
+    fitted = _fit(fixed, [t for t, _ in texts[:keep]], markers[:keep], budget, caps)
     while True:
         results, blocks = [], []
         for i in range(keep):
@@ -491,26 +508,42 @@ def read_section(
     room = budget - fixed
     kept = numbered
     cut = sum(costs) > room
+    # A first line longer than the whole budget is shown cut between words, and the answer says
+    # what max_tokens shows it whole; continuing then goes on from the next line, so paging
+    # with next_start_line always gets to the end.
+    whole_at = fixed + costs[0] + 30 if numbered else 0
+
+    def marker(next_start: int | None, partial: bool) -> str:
+        if not partial:
+            return f"…(truncated: continue with start_line={next_start})"
+        then = f"; the next line is start_line={next_start}" if next_start else ""
+        return f"…(line {a + 1} is cut: max_tokens={whole_at} shows it whole{then})"
+
     if cut:
-        room -= count(f"…(truncated: continue with start_line={b + 1})")
         kept, used = [], 0
+        room_lines = room - count(marker(b + 1, False))
         for line, c in zip(numbered, costs, strict=True):
-            if used + c > room:
+            if used + c > room_lines:
                 break
             kept.append(line)
             used += c
         if not kept:  # one long first line: cut it between words
-            part, _ = counter().trim(numbered[0], max(0, room))
+            part, _ = counter().trim(numbered[0], max(0, room - count(marker(b + 1, True))))
             if "\t" in part:
                 kept = [part]
     while True:
         partial = cut and bool(kept) and kept[-1] != numbered[len(kept) - 1]
-        next_start = (a + len(kept) + (0 if partial else 1)) if cut else None
+        if not cut:
+            next_start = None
+        elif partial:
+            next_start = a + 2 if a < b else None
+        else:
+            next_start = a + len(kept) + 1
         parts = [header, *notes]
         if kept:
             parts.append("\n".join(kept))
         if cut:
-            parts.append(f"…(truncated: continue with start_line={next_start})")
+            parts.append(marker(next_start, partial))
         if sib:
             parts.append(sib_text(sib))
         body = "\n".join(parts)
