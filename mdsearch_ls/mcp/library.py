@@ -19,6 +19,7 @@ A folder's own order is kept, so its hybrid ranking (keywords, titles) is never 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import threading
@@ -141,8 +142,13 @@ class Library:
             for root in self.roots:
                 name = self.names[root]
                 folder = Folder(root, name, None)
+                settings = self.settings
+                if settings.index_dir and self.multi:
+                    # One --index-dir for several roots: a subfolder each (one index per root).
+                    settings = dataclasses.replace(
+                        settings, index_dir=str(Path(settings.index_dir) / name))
                 folder.indexed = IndexedFolder(
-                    root, self.settings, self.embedder, name=name,
+                    root, settings, self.embedder, name=name,
                     on_message=lambda text, level: log.info("%s", text),
                 )
                 self.folders.append(folder)

@@ -99,7 +99,8 @@ class NotesServer(MCPServer):
         if name not in tools.SPECS:
             raise ToolError(f"unknown tool {name!r}; tools: {', '.join(tools.SPECS)}")
         try:
-            answer = await anyio.to_thread.run_sync(tools.call, self.library, name, arguments)
+            answer = await anyio.to_thread.run_sync(tools.call, self.library, name, arguments,
+                                                   abandon_on_cancel=True)
         except tools.ToolInputError as exc:
             raise ToolError(str(exc)) from None
         return CallToolResult(content=[TextContent(type="text", text=answer.text)],
@@ -108,7 +109,7 @@ class NotesServer(MCPServer):
     # ---- resources ----------------------------------------------------------------------------
 
     async def list_resources(self) -> list[MCPResource]:
-        notes = await anyio.to_thread.run_sync(self.library.notes)
+        notes = await anyio.to_thread.run_sync(self.library.notes, abandon_on_cancel=True)
         out = []
         for folder, rel in notes:
             shown = self.library.display(folder, rel)
@@ -128,7 +129,8 @@ class NotesServer(MCPServer):
                                         f"{NOTE_TEMPLATE}")
         path = unquote(text_uri[len(NOTE_PREFIX):])
         try:
-            _loc, text = await anyio.to_thread.run_sync(self.library.read, path)
+            _loc, text = await anyio.to_thread.run_sync(self.library.read, path,
+                                                           abandon_on_cancel=True)
         except LibraryError as exc:
             raise ResourceNotFoundError(str(exc)) from None
         return [ReadResourceContents(content=text, mime_type="text/markdown")]

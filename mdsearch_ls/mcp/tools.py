@@ -259,9 +259,8 @@ def _hit_head(i: int, path: str, hit: Any) -> str:
 
 
 def _marker(next_line: int, last_line: int) -> str:
-    if next_line > last_line:
-        return "…(cut mid-line)"
-    return f"…(truncated: lines {next_line}-{last_line} not shown)"
+    """Where the part not shown starts (a line cut inside counts from its start) and ends."""
+    return f"…(truncated: the rest is lines {next_line}-{max(next_line, last_line)})"
 
 
 def render_hits(
@@ -333,8 +332,8 @@ def render_hits(
 
 
 def _next_line(body: str, shown: str, start0: int) -> int:
-    """1-based line where the part of ``body`` not shown begins (a line cut mid-way counts as
-    not shown from its start)."""
+    """1-based line where the part of ``body`` not shown begins (a line cut inside counts as
+    not shown from its start); ``start0`` is the 0-based line ``body`` starts at."""
     full = body.split("\n")
     kept = shown.split("\n") if shown else []
     whole = len(kept)

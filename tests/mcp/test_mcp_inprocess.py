@@ -128,9 +128,20 @@ def test_the_best_hits_are_whole_the_rest_excerpts(lib) -> None:
     assert len(results) == 8
     assert not any(r["truncated"] for r in results[: tools.FULL_HITS])
     assert all(r["tokens"] <= tools.EXCERPT_TOKENS for r in results[tools.FULL_HITS:])
-    for r in results:
+    for i, r in enumerate(results, start=1):
+        block = answer.text.split(f"[{i}] ", 1)[1].split("\n\n[", 1)[0]
         if r["truncated"]:
-            assert "not shown" in answer.text or "cut mid-line" in answer.text
+            # Says where the rest is: from the first line not shown whole to the section's end.
+            shown = r["text"].split("\n")
+            lines = (lib.roots[0] / r["path"]).read_text("utf-8").split("\n")
+            first = int(block.split("…(truncated: the rest is lines ")[1].split("-")[0])
+            assert r["start_line"] < first <= r["end_line"]
+            assert lines[first - 1] not in shown
+            assert all(lines[n - 1] in shown for n in range(first - len(shown) + 1, first)
+                       if lines[n - 1].strip())
+            assert block.rstrip().endswith(f"-{r['end_line']})")
+        else:
+            assert "…(truncated" not in block
 
 
 def test_read_section_never_exceeds_max_tokens_and_continues_exactly(lib) -> None:
@@ -192,11 +203,16 @@ def test_two_roots_with_one_name_get_distinct_names(tmp_path: Path, fake_embedde
     for root in (a, b):
         root.mkdir(parents=True)
         (root / "n.md").write_text(f"# N\n\nIn {root.parent.name}.\n", encoding="utf-8")
-    library = Library([a, b], Settings(index_dir=None), embedder=fake_embedder_cls())
+    # One --index-dir for two roots: an index each, in a subfolder named after the root.
+    library = Library([a, b], Settings(index_dir=str(tmp_path / "idx")),
+                      embedder=fake_embedder_cls())
     assert [library.names[a], library.names[b]] == ["notes", "notes-2"]
     library.start(watch=False)
     try:
         wait_until(lambda: library.index_state()["state"] == "ready", 60, "ready")
+        assert [Path(f["index_dir"]) for f in library.status()["folders"]] == [
+            tmp_path / "idx" / "notes", tmp_path / "idx" / "notes-2"]
+        assert all(not f["read_only"] for f in library.status()["folders"])
         assert library.locate("notes-2/n.md").folder.root == b
         assert library.read("notes/n.md")[1] == "# N\n\nIn x.\n"
         with pytest.raises(LibraryError, match="does not exist"):
