@@ -34,7 +34,9 @@ from mdsearch_ls.config import Settings
 log = logging.getLogger(__name__)
 
 # How long a request waits for what the background start is doing before it answers with what
-# there is: the engine import and opening an index take a second or two, the model longer.
+# there is: the engine import and opening an index take a second or two, the model longer. A
+# search waits for the model at most MODEL_WAIT_S from its arrival, then answers by keywords
+# (and says so): an assistant's first question usually comes seconds after the start anyway.
 START_WAIT_S = 30.0
 OPEN_WAIT_S = 30.0
 MODEL_WAIT_S = 15.0
@@ -311,6 +313,7 @@ class Library:
         mode that was used. Raises RequestError (from the engine) for a bad request."""
         from mdsearch_ls.engine.api import SearchRequest
 
+        asked = time.monotonic()
         request = SearchRequest.build(query, k=limit, mode=mode, filters=filters or None,
                                       default_k=default_limit)
         if request.empty:
@@ -320,7 +323,8 @@ class Library:
         self._wait_open()
         notes = list(request.notes)
         used = request.mode or self.settings.mode
-        if used != "keyword" and not self.wait_model():
+        if used != "keyword" and not self.wait_model(max(0.0, asked + MODEL_WAIT_S
+                                                         - time.monotonic())):
             why = (f"the embedding model could not be loaded ({self.model_error})"
                    if self.model_error else "the embedding model is still loading")
             notes.append(f"{why}: these are keyword matches only; ask again for ranking by "
