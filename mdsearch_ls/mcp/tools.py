@@ -260,7 +260,9 @@ def _hit_head(i: int, path: str, hit: Any) -> str:
 
 def _marker(next_line: int, last_line: int) -> str:
     """Where the part not shown starts (a line cut inside counts from its start) and ends."""
-    return f"…(truncated: the rest is lines {next_line}-{max(next_line, last_line)})"
+    if next_line >= last_line:
+        return f"…(truncated: the rest is line {next_line})"
+    return f"…(truncated: the rest is lines {next_line}-{last_line})"
 
 
 def render_hits(
