@@ -12,9 +12,10 @@ examples/vault) with its index in a temporary cache:
   (:mod:`mdsearch_ls.mcp.tokens`).
 * **Hit rate**: whether a relevant note is among the top 3 hits and among all hits (the whole
   notes of the same hits have the same hit rate by construction).
-* **Start**: N fresh processes on the indexed vault, interleaved: spawn -> ``initialize`` answer,
-  spawn -> first ``search_markdown`` answer (and the mode that answered), plus how long the SDK
-  import alone takes on this machine at that moment (the floor for the first number).
+* **Start**: N fresh processes on the indexed vault: spawn -> ``initialize`` answer, spawn ->
+  first ``search_markdown`` answer (and the mode that answered), interleaved with a start whose
+  first search is in keyword mode (no model needed), plus how long the SDK import alone takes on
+  this machine at that moment (the floor for the first number).
 
 Prints a summary and writes JSON (default ``benchmarks/results/mcp-<vault name>.json``).
 """
@@ -139,13 +140,15 @@ def sdk_import_seconds() -> float:
     return time.monotonic() - t0
 
 
-async def one_start(vault: Path, cache: Path, query: str, errlog: Any) -> dict[str, Any]:
+async def one_start(vault: Path, cache: Path, query: str, errlog: Any,
+                    mode: str | None = None) -> dict[str, Any]:
     t0 = time.monotonic()
     async with stdio_client(params(vault, cache), errlog=errlog) as (r, w), \
             ClientSession(r, w) as s:
         await s.initialize()
         t_init = time.monotonic() - t0
-        result = await s.call_tool("search_markdown", {"query": query})
+        args = {"query": query, **({"mode": mode} if mode else {})}
+        result = await s.call_tool("search_markdown", args)
         t_first = time.monotonic() - t0
         sc = result.structured_content or {}
         return {"initialize_s": round(t_init, 3), "first_search_s": round(t_first, 3),
@@ -161,16 +164,22 @@ async def start_runs(vault: Path, cache: Path, n: int, query: str,
         row = await one_start(vault, cache, query, errlog)
         row["sdk_import_s"] = round(imp, 3)
         row["load_average_1m"] = round(os.getloadavg()[0], 2)
+        # Interleaved: the same start with a keyword search, which needs no model, to tell
+        # the model's load from everything else.
+        kw = await one_start(vault, cache, query, errlog, mode="keyword")
+        row["first_keyword_search_s"] = kw["first_search_s"]
         samples.append(row)
         print(f"  start: initialize {row['initialize_s']:.2f} s, first search "
-              f"{row['first_search_s']:.2f} s ({row['mode']}), SDK import alone "
-              f"{row['sdk_import_s']:.2f} s, load {row['load_average_1m']}", flush=True)
+              f"{row['first_search_s']:.2f} s ({row['mode']}), first keyword search "
+              f"{kw['first_search_s']:.2f} s, SDK import alone {row['sdk_import_s']:.2f} s, "
+              f"load {row['load_average_1m']}", flush=True)
 
     def med(key: str) -> float:
         return round(statistics.median(s[key] for s in samples), 3)
 
     return {"runs": n, "query": query, "initialize_s_median": med("initialize_s"),
             "first_search_s_median": med("first_search_s"),
+            "first_keyword_search_s_median": med("first_keyword_search_s"),
             "sdk_import_s_median": med("sdk_import_s"),
             "initialize_minus_sdk_import_s_median": round(statistics.median(
                 s["initialize_s"] - s["sdk_import_s"] for s in samples), 3),
@@ -206,7 +215,8 @@ async def main() -> None:
             starts = await start_runs(vault, cache, args.starts, queries[0]["query"], errlog)
         print(f"start, median of {starts['runs']}: initialize {starts['initialize_s_median']} s "
               f"(SDK import alone {starts['sdk_import_s_median']} s), first search answer "
-              f"{starts['first_search_s_median']} s")
+              f"{starts['first_search_s_median']} s (keyword mode, no model: "
+              f"{starts['first_keyword_search_s_median']} s)")
     out = args.out or REPO / "benchmarks" / "results" / f"mcp-{args.vault.resolve().name}.json"
     out.write_text(json.dumps({
         "vault": args.vault.resolve().name,
