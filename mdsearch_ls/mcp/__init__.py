@@ -4,7 +4,8 @@ The third front end over the engine's seam (``mdsearch_ls.engine.api``), beside 
 language server; it holds no search logic. Layout:
 
 * :mod:`.server`: the official SDK's ``MCPServer`` over stdio, start-up order and exit;
-* :mod:`.tools`: the five tools, their arguments and their text renderings (SDK-free);
+* :mod:`.tools`: the five tools and their arguments (SDK-free); :mod:`.render` and
+  :mod:`.sections` turn answers into text within a token budget;
 * :mod:`.library`: the folders served, kept indexed and searched as one set (protocol-free);
 * :mod:`.watch`: the file watcher that keeps the index fresh;
 * :mod:`.tokens`: the token estimate behind every ``max_tokens``.

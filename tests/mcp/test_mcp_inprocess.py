@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from mcp_harness import EXAMPLE_VAULT, wait_until
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.mcp import tools
+from mdsearch_ls.mcp import render, tools
 from mdsearch_ls.mcp.library import FoundHit, Library, LibraryError, merge
 from mdsearch_ls.mcp.tokens import TokenCounter, share
 
@@ -127,8 +127,8 @@ def test_the_best_hits_are_whole_the_rest_excerpts(lib) -> None:
                   max_tokens=20_000)
     results = answer.structured["results"]
     assert len(results) == 8
-    assert not any(r["truncated"] for r in results[: tools.FULL_HITS])
-    assert all(r["tokens"] <= tools.EXCERPT_TOKENS for r in results[tools.FULL_HITS:])
+    assert not any(r["truncated"] for r in results[: render.FULL_HITS])
+    assert all(r["tokens"] <= render.EXCERPT_TOKENS for r in results[render.FULL_HITS:])
     for i, r in enumerate(results, start=1):
         block = answer.text.split(f"[{i}] ", 1)[1].split("\n\n[", 1)[0]
         if r["truncated"]:
