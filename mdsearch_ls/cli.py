@@ -105,6 +105,11 @@ examples:
 examples:
   mdsearch status
   mdsearch status --root ~/notes --json""",
+    "mcp": """\
+examples:
+  mdsearch mcp --root ~/notes                 what an AI assistant starts (stdio); see
+                                              docs/mcp.md for the mcpServers entry
+  mdsearch mcp --root ~/notes --root ~/work   several folders, searched as one set""",
     "serve": """\
 examples:
   mdsearch serve              what an editor starts (stdio); see the README for VS Code,
@@ -261,6 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder of notes (default: the nearest indexed folder)")
     p.add_argument("--json", action="store_true", help="one JSON object")
     _common(p)
+
+    p = _subparser(sub, "mcp", "run the MCP server over stdio (for AI assistants)")
+    p.add_argument("--root", action="append", metavar="ROOT",
+                   help="folder of notes; repeat for several (default: .)")
+    _common(p)
+    _add_setting_flags(p, "search")
 
     p = _subparser(sub, "serve", "run the language server over stdio (for editors)")
     p.add_argument("--stdio", action="store_true", help="accepted for editor compatibility")
@@ -1071,6 +1082,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from mdsearch_ls.mcp import main as mcp_main
+
+    return mcp_main(args.root or ["."], _settings(args))
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from mdsearch_ls.lsp.server import run_stdio
 
@@ -1083,6 +1100,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "related": cmd_related,
     "status": cmd_status,
     "serve": cmd_serve,
+    "mcp": cmd_mcp,
 }
 
 
@@ -1114,8 +1132,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     args = parser.parse_args(argv)
-    configure_logging(level_from_flags(args.verbose, args.quiet))
+    configure_logging(level_from_flags(args.verbose, args.quiet),
+                      prog="mdsearch-mcp" if args.command == "mcp" else "mdsearch")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    if args.command == "mcp":  # before the engine import below: initialize must not wait on it
+        try:
+            return cmd_mcp(args)
+        except SettingError as exc:
+            _err(str(exc))
+            return EXIT_USAGE
     from mdsearch_ls.engine.api import MdsearchError, ModelLoadError
 
     started = time.perf_counter()

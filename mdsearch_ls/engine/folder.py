@@ -19,6 +19,7 @@ and ``on_message`` (something a person should read, once).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from mdsearch_ls.config import Settings
+from mdsearch_ls.engine import sources
 from mdsearch_ls.engine.embedding import Embedder
-from mdsearch_ls.engine.errors import IndexLockedError, NotIndexedError
+from mdsearch_ls.engine.errors import IndexLockedError, NotIndexedError, RequestError
 from mdsearch_ls.engine.indexer import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.workspace import IndexState, Related, SearchResult, Workspace
@@ -79,6 +81,8 @@ class IndexedFolder:
         self._retired: list[Workspace] = []
         self._timer: threading.Timer | None = None
         self._progress = (0, 0)
+        self._opened = threading.Event()
+        self._filter: sources.SourceFilter | None = None
 
     # ---- the writer thread ----------------------------------------------------------------
 
@@ -110,6 +114,8 @@ class IndexedFolder:
         except Exception as exc:
             self._failed(exc)
             raise
+        finally:
+            self._opened.set()
         self._tell_healed(self.ws)
         if self.ws.read_only:
             log.info("%s: %s", self.name, self.ws.read_only_reason)
@@ -330,6 +336,59 @@ class IndexedFolder:
     def is_indexed(self, rel: str) -> bool:
         ws = self.ws
         return ws is not None and ws.is_indexed(rel)
+
+    def wait_open(self, timeout: float | None = None) -> bool:
+        """Wait until the first open of the index was tried (True) or ``timeout`` passed.
+
+        A search that arrives while the process starts waits for this instead of answering
+        "nothing indexed" about an index that exists on disk and takes a second to open.
+        """
+        return self._opened.wait(timeout)
+
+    def notes(self) -> list[str]:
+        """Root-relative paths of the notes in the index (empty before it is open)."""
+        ws = self.ws
+        return ws.notes() if ws is not None else []
+
+    def accepts(self, rel: str) -> bool:
+        """Whether the index would take this note (include/exclude globs, ignored folders such
+        as .obsidian/, .gitignore, the markdown suffix)."""
+        ws = self.ws
+        if ws is not None:
+            return ws.accepts(rel)
+        if self._filter is None:
+            self._filter = sources.SourceFilter(self.root, self.settings.include,
+                                                self.settings.exclude)
+        return self._filter.accepts(rel)
+
+    def read_note(self, path: str | Path) -> tuple[str, str]:
+        """``(root-relative path, text)`` of one note, read the way the indexer reads it.
+
+        Front ends hand notes to people and assistants through this, so the rules of what may
+        leave the folder live here: the path lies inside the folder (a symlink leading out of it
+        is refused, as the indexer refuses it), names a note the index would take (so an
+        ``exclude`` glob also keeps a note from being read), and is text under
+        ``max_file_bytes``. Raises :class:`RequestError` (field ``path``) saying which rule.
+        """
+        rel = self.note_path(path)
+        if not rel:
+            raise RequestError(f"{path} is not inside {self.root}", "path")
+        full = self.root / rel
+        real, real_root = os.path.realpath(full), os.path.realpath(self.root)
+        if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+            raise RequestError(f"{rel} leads outside {self.root} (a symlink); not read", "path")
+        if not rel.lower().endswith(sources.MARKDOWN_SUFFIXES):
+            raise RequestError(f"{rel} is not a markdown note (.md, .markdown)", "path")
+        if not full.is_file():
+            raise RequestError(f"{rel} does not exist in {self.root}", "path")
+        if not self.accepts(rel):
+            raise RequestError(
+                f"{rel} is excluded from the index of {self.name} (settings, .gitignore or a "
+                f"hidden folder), so it is not read either", "path")
+        read = sources.read_source(full, rel, max_file_bytes=self.settings.max_file_bytes)
+        if read.text is None:
+            raise RequestError(read.warning or f"{rel} cannot be read", "path")
+        return rel, read.text
 
     def status(self) -> dict[str, Any]:
         base: dict[str, Any] = {

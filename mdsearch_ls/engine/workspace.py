@@ -758,6 +758,10 @@ class Workspace:
         """Whether the index holds this note (root-relative path)."""
         return self.manifest.file(rel) is not None
 
+    def notes(self) -> list[str]:
+        """Root-relative paths of every note in the index."""
+        return self.manifest.all_paths()
+
     def accepts(self, rel: str) -> bool:
         """Whether this note would be indexed (globs, ignores, markdown suffix)."""
         if self.indexer is not None:

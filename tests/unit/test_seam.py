@@ -23,7 +23,8 @@ from mdsearch_ls.engine.api import (
 )
 
 PACKAGE = Path(__file__).resolve().parents[2] / "mdsearch_ls"
-FRONT_ENDS = [PACKAGE / "cli.py", PACKAGE / "mcp.py", *sorted((PACKAGE / "lsp").rglob("*.py"))]
+FRONT_ENDS = [PACKAGE / "cli.py", PACKAGE / "mcp.py", *sorted((PACKAGE / "mcp").rglob("*.py")),
+              *sorted((PACKAGE / "lsp").rglob("*.py"))]
 ALLOWED = {"mdsearch_ls.engine.api", "mdsearch_ls.engine.errors"}
 INTERNALS = ("indexer", "manifest", "store", "searcher", "_lock", "_writer", "_filter")
 

@@ -1,0 +1,27 @@
+"""``mdsearch mcp``: the MCP server, so an AI assistant reads the one section it needs.
+
+The third front end over the engine's seam (``mdsearch_ls.engine.api``), beside the CLI and the
+language server; it holds no search logic. Layout:
+
+* :mod:`.server`: the official SDK's ``MCPServer`` over stdio, start-up order and exit;
+* :mod:`.tools`: the five tools and their arguments (SDK-free); :mod:`.render` and
+  :mod:`.sections` turn answers into text within a token budget;
+* :mod:`.library`: the folders served, kept indexed and searched as one set (protocol-free);
+* :mod:`.watch`: the file watcher that keeps the index fresh;
+* :mod:`.tokens`: the token estimate behind every ``max_tokens``.
+
+Importing this package is cheap: the SDK and the engine load only when :func:`main` runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mdsearch_ls.config import Settings
+
+
+def main(roots: Sequence[str], settings: Settings) -> int:
+    """Serve the folders ``roots`` over stdio until the client closes stdin."""
+    from mdsearch_ls.mcp.server import run
+
+    return run(roots, settings)
