@@ -54,6 +54,11 @@ class RankingParams:
     """What a quoted phrase does when some section contains it: "require" (only such sections
     are searched) or "prefer" (every section is, those containing it first). Either way a
     phrase no section contains only reorders: the search never comes back empty for it."""
+    phrase_boost: float | None = None
+    """How much holding a preferred phrase counts: None puts the sections that hold more of the
+    query's phrases first (a tier); a number is added to the fused score for holding all of
+    them (in proportion for some), on the convex scale, or as much as a first place in a list
+    of that weight for rrf and the single modes."""
     min_pool: int = 50
     """Fewest candidates taken from each list, whatever k."""
     pool_per_hit: int = 6
@@ -94,8 +99,8 @@ class Candidate:
     fused: float = 0.0
     named: bool = False
     """Whether the named-note reward went to this candidate."""
-    phrases: int = 0
-    """How many of the query's quoted phrases the chunk holds, when they are preferences."""
+    phrase_share: float = 0.0
+    """The share of the query's quoted phrases the chunk holds, when they are preferences."""
 
 
 def boilerplate_weight(n_files: int) -> float:
@@ -178,15 +183,24 @@ def rank(
 
     Hybrid mode fuses by ``fusion`` and adds the named-note reward; a single mode orders by
     its own list's reciprocal rank. Every score is scaled by the candidate's boilerplate
-    weight. Candidates holding more of the query's preferred phrases come first. Ties are
-    broken by cosine, then chunk id, so the order is deterministic.
+    weight. Candidates holding more of the query's preferred phrases come first, or gain
+    ``params.phrase_boost``. Ties are broken by cosine, then chunk id, so the order is
+    deterministic.
     """
     hybrid = mode == "hybrid"
     base = convex(cands, params) if hybrid and fusion == "convex" else rrf(cands, params)
     fused = [f * c.weight for f, c in zip(base, cands, strict=True)]
+    boost = params.phrase_boost
+    if boost is not None:
+        scale = 1.0 if hybrid and fusion == "convex" else 1.0 / (params.rrf_k + 1)
+        for i, c in enumerate(cands):
+            if c.phrase_share:
+                fused[i] += boost * c.phrase_share * c.weight * scale
     rewards = named_rewards(cands, fused, named, fusion, params) if hybrid and named else {}
     for i, extra in rewards.items():
         fused[i] += extra
     ranked = [replace(c, fused=f, named=i in rewards) for i, (c, f) in enumerate(zip(
         cands, fused, strict=True))]
-    return sorted(ranked, key=lambda c: (-c.phrases, -c.fused, -(c.cosine or 0.0), c.chunk.id))
+    tier = boost is None
+    return sorted(ranked, key=lambda c: (-c.phrase_share if tier else 0.0, -c.fused,
+                                         -(c.cosine or 0.0), c.chunk.id))

@@ -198,7 +198,7 @@ class Searcher:
             for cid in ids:
                 contains[cid] = contains.get(cid, 0) + 1
         hits = self._ranked(text, k, mode, (), allowed, per_file, fusion, params,
-                            contains=contains)
+                            contains=contains, n_phrases=len(phrases))
         notes: tuple[str, ...] = ()
         if phrases and (missing or params.phrase_mode == "require"):
             notes = (_phrase_note(phrases, missing, filtered=allowed is not None),)
@@ -217,10 +217,11 @@ class Searcher:
         *,
         required: set[str] | None = None,
         contains: Mapping[str, int] | None = None,
+        n_phrases: int = 0,
     ) -> list[Hit]:
         """One retrieval and ranking: ``required`` restricts both lists to those chunks (and
-        ``phrases`` go into the keyword query as requirements); ``contains`` ranks chunks that
-        hold more of the quoted phrases first."""
+        ``phrases`` go into the keyword query as requirements); ``contains`` (chunk id -> how
+        many of the ``n_phrases`` quoted phrases it holds) makes them preferences."""
         pool = params.pool(k)
         qvec: np.ndarray | None = None
         semantic: list[tuple[str, float]] = []
@@ -246,7 +247,7 @@ class Searcher:
         for c in cands:
             c.weight = boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
             if contains:
-                c.phrases = contains.get(c.chunk.id, 0)
+                c.phrase_share = contains.get(c.chunk.id, 0) / n_phrases
         named = self.named_notes(text, {c.chunk.path for c in cands}) if mode == "hybrid" else {}
         ordered = ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params)
         return self._collapse(ordered, k, per_file, mode, fusion if mode == "hybrid" else None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from mdsearch_ls.engine.ranking import Candidate, RankingParams, convex, rank, rrf
@@ -88,3 +90,20 @@ def test_rank_does_not_change_its_input():
                   params=RankingParams())
     assert ranked[0].fused > 0 and ranked[0].named
     assert cands[0].fused == 0.0 and not cands[0].named
+
+
+def test_a_preferred_phrase_is_a_tier_or_a_boost():
+    near = cand("near", sem=1, cos=0.9)
+    holds = replace(cand("holds", sem=2, cos=0.6), phrase_share=1.0)
+    cands = [near, holds]
+    # None: the sections holding the phrase first, however far behind.
+    assert order(cands, mode="hybrid", fusion="convex") == ["holds", "near"]
+    assert order(cands, mode="semantic", fusion="convex") == ["holds", "near"]
+    # A boost only adds: too small to overtake a clearly closer section, enough when larger.
+    small = RankingParams(phrase_boost=0.1)
+    large = RankingParams(phrase_boost=1.5)
+    assert order(cands, mode="hybrid", fusion="convex", params=small) == ["near", "holds"]
+    assert order(cands, mode="hybrid", fusion="convex", params=large) == ["holds", "near"]
+    assert order(cands, mode="hybrid", fusion="rrf", params=large) == ["holds", "near"]
+    without = [near, replace(holds, phrase_share=0.0)]
+    assert order(without, mode="hybrid", fusion="convex") == ["near", "holds"]
