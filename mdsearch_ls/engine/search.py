@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mdsearch_ls.config import FUSIONS, MODES
-from mdsearch_ls.engine import keyword, ranking
+from mdsearch_ls.engine import keyword, phrases, ranking
 from mdsearch_ls.engine.notes import NoteLookups
 from mdsearch_ls.engine.query import Filters, QueryError, parse_query
 from mdsearch_ls.engine.ranking import Candidate, RankingParams, boilerplate_weight
@@ -149,16 +149,21 @@ class Searcher:
         if filters is not None and filters.phrases:
             # A phrase given as an argument is also text to rank by, as a typed one is.
             text = " ".join([text, *(p for p in filters.phrases if p not in inline.phrases)])
+        preferred: tuple[str, ...] = ()
+        if params.phrase_mode == "prefer":
+            # Typed quotes are preferences; phrases given as filters stay requirements.
+            preferred, inline = inline.phrases, replace(inline, phrases=())
         filters = inline if filters is None else filters.merged(inline)
         per_file = self.per_file if per_file is None else per_file
-        key = (text, filters.key(), mode, fusion, k, per_file, params, self.manifest.generation)
+        key = (text, filters.key(), preferred, mode, fusion, k, per_file, params,
+               self.manifest.generation)
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
                 self.cache_hits += 1
         if cached is None:
-            cached = self._search(text, k, mode, filters, per_file, fusion, params)
+            cached = self._search(text, k, mode, filters, preferred, per_file, fusion, params)
             with self._lock:
                 self._cache[key] = cached
                 while len(self._cache) > self._cache_size:
@@ -167,71 +172,68 @@ class Searcher:
         return SearchResult(list(hits), parsed.notes + notes)
 
     def _search(
-        self, text: str, k: int, mode: str, filters: Filters, per_file: int, fusion: str,
-        params: RankingParams,
+        self, text: str, k: int, mode: str, filters: Filters, preferred: Sequence[str],
+        per_file: int, fusion: str, params: RankingParams,
     ) -> tuple[tuple[Hit, ...], tuple[str, ...]]:
-        """Hits and notes. A quoted phrase restricts the search to the sections containing it
-        (``params.phrase_mode`` "require"); when none does, or none the filters allow, the
-        search runs without the requirement, sections holding more of the phrases first,
-        and a note says so: an empty list would tell the person nothing."""
+        """Hits and notes. Required phrases restrict the search to the sections holding them
+        all; when none does (or none the filters allow), the search runs without them, the
+        sections holding more of them first, and a note says so: an empty list would tell the
+        person nothing. Preferred phrases add ``params.phrase_boost`` to the sections holding
+        them; one no section holds gets a note too."""
         if not text.strip():
             return (), ()
         allowed = self.allowed_paths(filters)
         if allowed is not None and not allowed:
             return (), ()
-        phrases = tuple(p for p in filters.phrases if keyword.tokens(p))
-        if phrases and params.phrase_mode == "require":
-            match = keyword.phrase_match(phrases)
-            required = self.manifest.phrase_chunk_ids(match) if match else set()
-            if required:
-                hits = self._ranked(text, k, mode, phrases, allowed, per_file, fusion, params,
-                                    required=required)
+        required = phrases.searchable(filters.phrases)
+        prefer = phrases.holding(self.manifest, phrases.searchable(
+            [p for p in preferred if p not in required]))
+        notes = (phrases.missing_note(prefer.missing),) if prefer.missing else ()
+        if required:
+            match = keyword.phrase_match(required)
+            ids = self.manifest.phrase_chunk_ids(match) if match else set()
+            if ids:
+                hits = self._ranked(text, k, mode, allowed, per_file, fusion, params,
+                                    required=(required, ids), prefer=prefer)
                 if hits:
-                    return tuple(hits), ()
-        contains: dict[str, int] = {}
-        missing: list[str] = []
-        for p in phrases:
-            one = keyword.phrase_match([p])
-            ids = self.manifest.phrase_chunk_ids(one) if one else set()
-            if not ids:
-                missing.append(p)
-            for cid in ids:
-                contains[cid] = contains.get(cid, 0) + 1
-        hits = self._ranked(text, k, mode, (), allowed, per_file, fusion, params,
-                            contains=contains)
-        notes: tuple[str, ...] = ()
-        if phrases and (missing or params.phrase_mode == "require"):
-            notes = (_phrase_note(phrases, missing, filtered=allowed is not None),)
-        return tuple(hits), notes
+                    return tuple(hits), notes
+            held = phrases.holding(self.manifest, required)
+            notes = (phrases.dropped_note(held, filtered=allowed is not None), *notes)
+            hits = self._ranked(text, k, mode, allowed, per_file, fusion, params,
+                                prefer=prefer, dropped=held)
+            return tuple(hits), notes
+        return tuple(self._ranked(text, k, mode, allowed, per_file, fusion, params,
+                                  prefer=prefer)), notes
 
     def _ranked(
         self,
         text: str,
         k: int,
         mode: str,
-        phrases: Sequence[str],
         allowed: set[str] | None,
         per_file: int,
         fusion: str,
         params: RankingParams,
         *,
-        required: set[str] | None = None,
-        contains: Mapping[str, int] | None = None,
+        required: tuple[Sequence[str], set[str]] | None = None,
+        prefer: phrases.Holding | None = None,
+        dropped: phrases.Holding | None = None,
     ) -> list[Hit]:
-        """One retrieval and ranking: ``required`` restricts both lists to those chunks (and
-        ``phrases`` go into the keyword query as requirements); ``contains`` ranks chunks that
-        hold more of the quoted phrases first."""
+        """One retrieval and ranking. ``required``: phrases and the chunks holding them all,
+        to which both lists are restricted; ``prefer``: phrases that add to a chunk's score;
+        ``dropped``: requirements no section met, whose holders rank first."""
         pool = params.pool(k)
+        must, only = required if required is not None else ((), None)
         qvec: np.ndarray | None = None
         semantic: list[tuple[str, float]] = []
         if mode in ("hybrid", "semantic"):
             qvec = self.embedder.embed_query(text)
-            semantic = self._nearest(qvec, pool, k, allowed, required)
+            semantic = self._nearest(qvec, pool, k, allowed, only)
         keyword_rows: list[tuple[str, float]] = []
         if mode in ("hybrid", "keyword"):
             # Adjacent-word phrases help the fused ranking but not BM25 alone (measured; see
             # keyword.build_match), so only hybrid asks for them.
-            match = keyword.build_match(text, phrases, pairs=mode == "hybrid")
+            match = keyword.build_match(text, must, pairs=mode == "hybrid")
             if match:
                 keyword_rows = self.manifest.keyword_search(match, pool, allowed)
         cands = self._candidates(semantic, keyword_rows, allowed)
@@ -245,8 +247,10 @@ class Searcher:
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
         for c in cands:
             c.weight = boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
-            if contains:
-                c.phrases = contains.get(c.chunk.id, 0)
+            if prefer is not None:
+                c.phrase_share = prefer.share(c.chunk.id)
+            if dropped is not None:
+                c.required_share = dropped.share(c.chunk.id)
         named = self.named_notes(text, {c.chunk.path for c in cands}) if mode == "hybrid" else {}
         ordered = ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params)
         return self._collapse(ordered, k, per_file, mode, fusion if mode == "hybrid" else None)
@@ -433,19 +437,3 @@ class Searcher:
         cands = [c for c in cands if (c.cosine or 0.0) >= min_score]
         ordered = sorted(cands, key=lambda c: (-c.fused, c.chunk.id))
         return self._collapse(ordered, k, per_file, "related")
-
-
-def _phrase_note(phrases: Sequence[str], missing: Sequence[str], *, filtered: bool) -> str:
-    """Why a quoted phrase did not restrict the search, and what was shown instead."""
-    def quoted(ps: Sequence[str]) -> str:
-        return ", ".join(f'"{p}"' for p in ps)
-
-    if missing:
-        why = f"no section contains {quoted(missing)}"
-    elif filtered:
-        why = f"no section the filters allow contains {quoted(phrases)}"
-    else:
-        why = f"no section contains {quoted(phrases)}" + (" together" if len(phrases) > 1 else "")
-    if len(phrases) > len(missing):
-        return why + "; showing the closest matches, sections with the phrases first"
-    return why + "; showing the closest matches"

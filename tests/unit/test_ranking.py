@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from mdsearch_ls.engine.ranking import Candidate, RankingParams, convex, rank, rrf
@@ -88,3 +90,21 @@ def test_rank_does_not_change_its_input():
                   params=RankingParams())
     assert ranked[0].fused > 0 and ranked[0].named
     assert cands[0].fused == 0.0 and not cands[0].named
+
+
+def test_a_dropped_requirement_is_a_tier_and_a_preference_a_boost():
+    near = cand("near", sem=1, cos=0.9)
+    # A required phrase no section held with the others: its holders first, however far behind.
+    held = replace(cand("held", sem=2, cos=0.6), required_share=0.5)
+    assert order([near, held], mode="hybrid", fusion="convex") == ["held", "near"]
+    assert order([near, held], mode="semantic", fusion="convex") == ["held", "near"]
+    # A preferred phrase only adds: too little to overtake a clearly closer section...
+    prefers = replace(cand("prefers", sem=2, cos=0.6), phrase_share=1.0)
+    assert order([near, prefers], mode="hybrid", fusion="convex") == ["near", "prefers"]
+    # ... enough between two about as close, and in proportion to the boost.
+    close = replace(cand("close", sem=2, cos=0.88), phrase_share=1.0)
+    assert order([near, close], mode="hybrid", fusion="convex") == ["close", "near"]
+    assert order([near, close], mode="hybrid", fusion="convex",
+                 params=RankingParams(phrase_boost=0.0)) == ["near", "close"]
+    assert order([near, prefers], mode="hybrid", fusion="rrf",
+                 params=RankingParams(phrase_boost=1.5)) == ["prefers", "near"]

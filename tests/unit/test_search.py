@@ -426,15 +426,28 @@ def test_modified_filter_follows_a_touch(tmp_path, write, make_workspace, fake_e
 
 def test_phrase_filter_requires_the_exact_sequence(tmp_path, write, make_workspace,
                                                    fake_embedder):
+    """A phrase given as a filter (and a typed one with phrase_mode "require") restricts the
+    search to the sections holding it; a typed one is by default a preference: the section
+    holding it first, the others after."""
+    from dataclasses import replace
+
     root = tmp_path / "notes"
     write(root, "yes.md", "# Yes\n\nWe board the release train on Fridays.\n")
     write(root, "no.md", "# No\n\nThe train leaves before the release.\n")
     ws = make_workspace(root, fake_embedder)
     ws.index()
+    phrase = structured_filters(phrase="release train")
+    for mode in ("semantic", "keyword", "hybrid"):
+        found = ws.searcher.search("", 5, mode=mode, filters=phrase)
+        assert [h.path for h in found.hits] == ["yes.md"]
+        assert found.notes == ()
+        typed = ws.searcher.search('"release train"', 5, mode=mode)
+        assert [h.path for h in typed.hits] == ["yes.md", "no.md"]
+        assert typed.notes == ()
+    ws.searcher.params = replace(ws.searcher.params, phrase_mode="require")
     for mode in ("semantic", "keyword", "hybrid"):
         found = ws.searcher.search('"release train"', 5, mode=mode)
         assert [h.path for h in found.hits] == ["yes.md"]
-        assert found.notes == ()
 
 
 @pytest.fixture
@@ -448,10 +461,14 @@ def trains(tmp_path, write, make_workspace, fake_embedder):
     return ws
 
 
+@pytest.mark.parametrize("phrase_mode", ["prefer", "require"])
 @pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
-def test_a_phrase_no_section_contains_falls_back_with_a_note(trains, mode):
+def test_a_phrase_no_section_contains_falls_back_with_a_note(trains, mode, phrase_mode):
     """A quoted phrase found nowhere does not empty the result: the words are still searched,
-    and the note says the requirement was dropped."""
+    and a note says no section holds it."""
+    from dataclasses import replace
+
+    trains.searcher.params = replace(trains.searcher.params, phrase_mode=phrase_mode)
     result = trains.searcher.search('"release freight" schedule', 5, mode=mode)
     assert result.hits and result.hits[0].path == "ops/freight.md"
     assert result.notes == (
@@ -461,12 +478,17 @@ def test_a_phrase_no_section_contains_falls_back_with_a_note(trains, mode):
     assert [h.path for h in trains.hits('"release freight" schedule', 5, mode=mode)] == [
         h.path for h in result.hits
     ]
+    # A required phrase too.
+    required = trains.searcher.search("schedule", 5, mode=mode,
+                                      filters=structured_filters(phrase="release freight"))
+    assert required.hits[0].path == "ops/freight.md" and required.notes == result.notes
 
 
-def test_sections_with_the_phrases_that_exist_come_first(trains):
-    """Two phrases no section holds together: the search is not restricted, and the sections
-    holding one of them (the one that exists) are ranked first."""
-    result = trains.searcher.search('"release train" "freight schedule" depot', 5)
+def test_required_phrases_no_section_holds_together_rank_their_holders_first(trains):
+    """Two required phrases no section holds together: the search is not restricted, and the
+    sections holding one of them come first."""
+    both = structured_filters(phrase=["release train", "freight schedule"])
+    result = trains.searcher.search("depot", 5, filters=both)
     paths = [h.path for h in result.hits]
     assert set(paths[:2]) == {"yes.md", "ops/freight.md"} and paths[2] == "no.md"
     assert result.notes == ('no section contains "release train", "freight schedule" together; '
@@ -474,23 +496,11 @@ def test_sections_with_the_phrases_that_exist_come_first(trains):
 
 
 def test_a_phrase_outside_the_filtered_notes_falls_back_too(trains):
-    result = trains.searcher.search('"release train" path:ops/', 5)
+    result = trains.searcher.search("path:ops/", 5,
+                                    filters=structured_filters(phrase="release train"))
     assert [h.path for h in result.hits] == ["ops/freight.md"]
     assert result.notes == ('no section the filters allow contains "release train"; showing '
                             "the closest matches, sections with the phrases first",)
-
-
-def test_a_phrase_can_be_a_preference_only(trains):
-    """RankingParams(phrase_mode="prefer"): the sections holding the phrase first, the others
-    after them, no note (the phrase was found)."""
-    from dataclasses import replace
-
-    s = trains.searcher
-    s.params = replace(s.params, phrase_mode="prefer")
-    result = s.search('"release train"', 5)
-    assert result.hits[0].path == "yes.md"
-    assert {"no.md", "ops/freight.md"} <= {h.path for h in result.hits}
-    assert result.notes == ()
 
 
 def test_parse_notes_reach_the_result(trains):
