@@ -32,11 +32,13 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.manifest import Manifest
     from mdsearch_ls.engine.store import ChromaStore
 
-# Filtered semantic search is exact (a matrix product over the chunks that pass) up to this many
-# chunks in the index: it costs about a millisecond at 10k chunks, where Chroma's `where path
-# $in [...]` cost 20-30 ms and over-fetching could miss a narrow folder's best sections. Above it,
-# Chroma: a where-clause below BROAD_FILTER_SHARE of notes passing, an over-fetch above it.
-EXACT_FILTER_MAX_CHUNKS = 250_000
+# Semantic search is exact (a matrix product over the vectors, held in memory per index
+# generation) up to this many chunks in the index: a few milliseconds at 10k chunks, no slower
+# than Chroma's graph (benchmarks/reader_bench.py), never missing a narrow filter's best
+# sections, and the same answer in every process: the CLI reading beside an editor's server, the
+# server itself and the MCP server rank alike. Above it (150 MB of vectors), Chroma: a
+# where-clause below BROAD_FILTER_SHARE of notes passing, an over-fetch above it.
+EXACT_MAX_CHUNKS = 100_000
 BROAD_FILTER_SHARE = 0.5
 
 
@@ -263,10 +265,9 @@ class Searcher:
         allowed: set[str] | None,
         phrase_ids: set[str] | None,
     ) -> list[tuple[str, float]]:
-        """Semantic candidates: exact from the vector table when restricted (or read-only),
-        else from Chroma's graph."""
-        restricted = allowed is not None or phrase_ids is not None
-        table = self._vector_table() if restricted or self.store is None else None
+        """Semantic candidates: exact from the vector table, or from Chroma's graph in an index
+        too large to hold (see :data:`EXACT_MAX_CHUNKS`)."""
+        table = self._vector_table()
         if table is not None:
             return table.nearest(qvec, pool, allowed, phrase_ids)
         return self._chroma_nearest(qvec, pool, k, allowed, phrase_ids)
@@ -332,7 +333,7 @@ class Searcher:
             table = self._table
             if table is not None and table.generation == gen:
                 return table
-            if self.store is not None and self.manifest.counts()[1] > EXACT_FILTER_MAX_CHUNKS:
+            if self.store is not None and self.manifest.counts()[1] > EXACT_MAX_CHUNKS:
                 return None
             ids, paths, matrix = self.manifest.vector_table()
             table = VectorTable(gen, ids, paths, matrix)
@@ -411,7 +412,7 @@ class Searcher:
     ) -> list[Hit]:
         """Sections nearest to ``vector`` in other notes, boilerplate pushed down, one per note."""
         pool = max(30, k * 8)
-        table = self._vector_table() if self.store is None else None
+        table = self._vector_table()
         if table is not None:
             # the note's own chunks are dropped after: over-fetch by as many as it has
             own = table.rows_of_path.get(exclude_path or "")

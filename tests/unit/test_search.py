@@ -70,7 +70,7 @@ def test_rrf_item_ranked_well_in_both_beats_a_single_first(small, monkeypatch):
     ws, ids = small
     semantic = [(ids["x.md"], 0.9), (ids["b.md"], 0.8), (ids["c.md"], 0.1)]
     keyword_rows = [(ids["y.md"], 9.0), (ids["b.md"], 8.0)]
-    monkeypatch.setattr(ws.store, "query", lambda *a, **kw: list(semantic))
+    monkeypatch.setattr(ws.searcher, "_nearest", lambda *a, **kw: list(semantic))
     monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: list(keyword_rows))
 
     hybrid = [h.path for h in ws.hits("anything", 10, mode="hybrid")]
@@ -88,7 +88,7 @@ def test_convex_fusion_keeps_score_gaps_that_rrf_flattens(small, monkeypatch):
     ws, ids = small
     semantic = [(ids["x.md"], 0.9), (ids["b.md"], 0.3), (ids["c.md"], 0.1)]
     keyword_rows = [(ids["y.md"], 9.0), (ids["b.md"], 8.5)]
-    monkeypatch.setattr(ws.store, "query", lambda *a, **kw: list(semantic))
+    monkeypatch.setattr(ws.searcher, "_nearest", lambda *a, **kw: list(semantic))
     monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: list(keyword_rows))
 
     def cosines(cands, qvec):
@@ -113,7 +113,7 @@ def test_ranking_parameters_are_passed_to_the_searcher(small, monkeypatch):
     ws, ids = small
     semantic = [(ids["x.md"], 0.9), (ids["b.md"], 0.3), (ids["c.md"], 0.1)]
     keyword_rows = [(ids["y.md"], 9.0), (ids["b.md"], 8.5)]
-    monkeypatch.setattr(ws.store, "query", lambda *a, **kw: list(semantic))
+    monkeypatch.setattr(ws.searcher, "_nearest", lambda *a, **kw: list(semantic))
     monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: list(keyword_rows))
     s = ws.searcher
     assert s.params == RankingParams()
@@ -141,7 +141,7 @@ def test_only_hybrid_adds_adjacent_word_pairs_to_the_keyword_query(small, monkey
 
 def test_explain_carries_both_ranks(small, monkeypatch):
     ws, ids = small
-    monkeypatch.setattr(ws.store, "query", lambda *a, **kw: [(ids["b.md"], 0.5)])
+    monkeypatch.setattr(ws.searcher, "_nearest", lambda *a, **kw: [(ids["b.md"], 0.5)])
     monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: [(ids["b.md"], 1.0)])
     hit = ws.hits("anything", 5)[0]
     assert hit.explain["semantic_rank"] == 1 and hit.explain["keyword_rank"] == 1
@@ -184,7 +184,7 @@ def test_a_note_the_query_names_moves_up_in_hybrid_only(named, monkeypatch, fusi
     ws, ids = named
     semantic = [(ids["Harbour.md"], 0.9), (ids["Yacht club.md"], 0.85), (ids["Cello.md"], 0.1)]
     keyword_rows = [(ids["Harbour.md"], 9.0), (ids["Yacht club.md"], 8.0)]
-    monkeypatch.setattr(ws.store, "query", lambda *a, **kw: list(semantic))
+    monkeypatch.setattr(ws.searcher, "_nearest", lambda *a, **kw: list(semantic))
     monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: list(keyword_rows))
 
     hits = ws.searcher.search("yacht club fees", 10, fusion=fusion).hits
@@ -225,7 +225,7 @@ def test_renaming_a_note_changes_what_names_it(named, tmp_path):
 
 def test_ids_unknown_to_the_manifest_are_dropped(small, monkeypatch):
     ws, ids = small
-    monkeypatch.setattr(ws.store, "query",
+    monkeypatch.setattr(ws.searcher, "_nearest",
                         lambda *a, **kw: [("orphan-from-a-crash", 0.99), (ids["c.md"], 0.2)])
     hits = ws.hits("cello", 5, mode="semantic")
     assert [h.path for h in hits] == ["c.md"]
@@ -383,7 +383,7 @@ def test_the_filter_table_follows_index_changes(tmp_path, write, make_workspace,
 def test_a_huge_index_filters_in_chroma_instead(filtered, monkeypatch):
     import mdsearch_ls.engine.search as search_mod
 
-    monkeypatch.setattr(search_mod, "EXACT_FILTER_MAX_CHUNKS", 0)
+    monkeypatch.setattr(search_mod, "EXACT_MAX_CHUNKS", 0)
     monkeypatch.setattr(filtered.searcher, "_table", None)  # built by earlier tests
     filtered.searcher._cache.clear()
     seen: list[tuple[int, dict | None]] = []
