@@ -641,9 +641,25 @@ class _Session:
         self.embedder = _ReportingEmbedder(create_embedder(settings), self.progress)
 
     def open(self, root: Path, mode: str) -> Any:
-        """The workspace of ``root``, opened as the command needs it (see ``OpenMode``)."""
-        from mdsearch_ls.engine.api import Workspace
+        """The workspace of ``root``, opened as the command needs it (see ``OpenMode``).
 
+        A command that would update first (``read-if-locked``) looks before it leaps: when a
+        read-only open finds nothing changed since the last index, it searches that, without the
+        writer lock or Chroma (whose import alone costs seconds), and the index is as fresh as an
+        update would have made it.
+        """
+        from mdsearch_ls.engine.api import IndexOpenError, Workspace, has_index
+
+        if mode == "read-if-locked" and has_index(root, self.settings):
+            try:
+                ws = Workspace.open(root, self.settings, "read", embedder=self.embedder)
+            except IndexOpenError:  # damaged: the writer heals it below
+                ws = None
+            if ws is not None:
+                if ws.index_state().state == "ready" and ws.pending_changes() == 0:
+                    log.info("the index of %s is up to date: searching it as it is", root)
+                    return ws
+                ws.close()
         ws = Workspace.open(root, self.settings, mode,  # type: ignore[arg-type]
                             embedder=self.embedder)
         if ws.read_only_reason:

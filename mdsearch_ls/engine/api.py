@@ -19,46 +19,115 @@ Obsidian bridge) is a small file over these names:
 
 from __future__ import annotations
 
-from mdsearch_ls.engine.chunking import Heading, outline
-from mdsearch_ls.engine.embedding import Embedder, ModelLoadError, create_embedder
-from mdsearch_ls.engine.errors import (
-    IndexLockedError,
-    IndexOpenError,
-    IndexReadOnlyError,
-    MdsearchError,
-    NotIndexedError,
-    RequestError,
-)
-from mdsearch_ls.engine.folder import (
-    STATE_ERROR,
-    STATE_INDEXING,
-    STATE_LOADING,
-    STATE_READY,
-    STATE_STARTING,
-    IndexedFolder,
-    load_in_background,
-)
-from mdsearch_ls.engine.indexer import IndexReport
-from mdsearch_ls.engine.query import QueryError
-from mdsearch_ls.engine.render import Snippet, match_spans, plain_text, query_terms, snippet, wrap
-from mdsearch_ls.engine.requests import MAX_LIMIT, RelatedRequest, SearchRequest
-from mdsearch_ls.engine.search import Hit
-from mdsearch_ls.engine.sources import MARKDOWN_SUFFIXES
-from mdsearch_ls.engine.workspace import (
-    IndexState,
-    OpenMode,
-    Related,
-    SearchResult,
-    Workspace,
-    count_notes,
-    default_index_dir,
-    find_index_root,
-    has_index,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> the module that defines it. Loaded on first use (PEP 562): a front end pays only
+# for what it touches, so `mdsearch search` on an up-to-date index never imports the
+# indexer, the chunker or Chroma, and `--help` imports none of them.
+_WHERE: dict[str, str] = {
+    "Embedder": "mdsearch_ls.engine.embedding",
+    "Heading": "mdsearch_ls.engine.chunking",
+    "Hit": "mdsearch_ls.engine.search",
+    "IndexLockedError": "mdsearch_ls.engine.errors",
+    "IndexOpenError": "mdsearch_ls.engine.errors",
+    "IndexReadOnlyError": "mdsearch_ls.engine.errors",
+    "IndexReport": "mdsearch_ls.engine.indexer",
+    "IndexState": "mdsearch_ls.engine.workspace",
+    "IndexedFolder": "mdsearch_ls.engine.folder",
+    "MARKDOWN_SUFFIXES": "mdsearch_ls.engine.sources",
+    "MAX_LIMIT": "mdsearch_ls.engine.requests",
+    "MdsearchError": "mdsearch_ls.engine.errors",
+    "ModelLoadError": "mdsearch_ls.engine.embedding",
+    "NotIndexedError": "mdsearch_ls.engine.errors",
+    "OpenMode": "mdsearch_ls.engine.workspace",
+    "QueryError": "mdsearch_ls.engine.query",
+    "Related": "mdsearch_ls.engine.workspace",
+    "RelatedRequest": "mdsearch_ls.engine.requests",
+    "RequestError": "mdsearch_ls.engine.errors",
+    "STATE_ERROR": "mdsearch_ls.engine.folder",
+    "STATE_INDEXING": "mdsearch_ls.engine.folder",
+    "STATE_LOADING": "mdsearch_ls.engine.folder",
+    "STATE_READY": "mdsearch_ls.engine.folder",
+    "STATE_STARTING": "mdsearch_ls.engine.folder",
+    "SearchRequest": "mdsearch_ls.engine.requests",
+    "SearchResult": "mdsearch_ls.engine.workspace",
+    "Snippet": "mdsearch_ls.engine.render",
+    "Workspace": "mdsearch_ls.engine.workspace",
+    "count_notes": "mdsearch_ls.engine.workspace",
+    "create_embedder": "mdsearch_ls.engine.embedding",
+    "default_index_dir": "mdsearch_ls.engine.workspace",
+    "find_index_root": "mdsearch_ls.engine.workspace",
+    "has_index": "mdsearch_ls.engine.workspace",
+    "load_in_background": "mdsearch_ls.engine.folder",
+    "match_spans": "mdsearch_ls.engine.render",
+    "outline": "mdsearch_ls.engine.chunking",
+    "plain_text": "mdsearch_ls.engine.render",
+    "query_terms": "mdsearch_ls.engine.render",
+    "snippet": "mdsearch_ls.engine.render",
+    "wrap": "mdsearch_ls.engine.render",
+}
+
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.chunking import Heading, outline
+    from mdsearch_ls.engine.embedding import Embedder, ModelLoadError, create_embedder
+    from mdsearch_ls.engine.errors import (
+        IndexLockedError,
+        IndexOpenError,
+        IndexReadOnlyError,
+        MdsearchError,
+        NotIndexedError,
+        RequestError,
+    )
+    from mdsearch_ls.engine.folder import (
+        STATE_ERROR,
+        STATE_INDEXING,
+        STATE_LOADING,
+        STATE_READY,
+        STATE_STARTING,
+        IndexedFolder,
+        load_in_background,
+    )
+    from mdsearch_ls.engine.indexer import IndexReport
+    from mdsearch_ls.engine.query import QueryError
+    from mdsearch_ls.engine.render import (
+        Snippet,
+        match_spans,
+        plain_text,
+        query_terms,
+        snippet,
+        wrap,
+    )
+    from mdsearch_ls.engine.requests import MAX_LIMIT, RelatedRequest, SearchRequest
+    from mdsearch_ls.engine.search import Hit
+    from mdsearch_ls.engine.sources import MARKDOWN_SUFFIXES
+    from mdsearch_ls.engine.workspace import (
+        IndexState,
+        OpenMode,
+        Related,
+        SearchResult,
+        Workspace,
+        count_notes,
+        default_index_dir,
+        find_index_root,
+        has_index,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def is_markdown(path: str) -> bool:
     """Whether a file name is a note mdsearch indexes (by its suffix)."""
+    from mdsearch_ls.engine.sources import MARKDOWN_SUFFIXES
+
     return path.lower().endswith(MARKDOWN_SUFFIXES)
 
 

@@ -737,6 +737,14 @@ class Workspace:
             )
         return Related(section, hits)
 
+    def pending_changes(self) -> int:
+        """How many notes an update would read or drop; 0 when the index is up to date. Stats
+        files only, works read-only: a front end asks before opening for writing."""
+        from mdsearch_ls.engine.freshness import pending_changes
+
+        with self._reading():
+            return pending_changes(self.root, self.settings, self.manifest, self.index_dir)
+
     def note_path(self, path: str | Path) -> str | None:
         """The root-relative path of a note given relative to the root or absolute; None when
         it lies outside the root."""

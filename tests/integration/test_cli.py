@@ -161,7 +161,8 @@ def test_search_reads_an_index_another_process_writes(
         res = run_cli("search", "crisis escalation threshold", "--root", str(vault),
                       "--index-dir", str(index), "--json", "-k", "3", cache=tmp_path)
         assert res.returncode == 0, res.stderr
-        assert "in use by another mdsearch process" in res.stderr
+        # Up to date: read as it is, no lock asked for, so nothing to say.
+        assert "in use" not in res.stderr
         hits = json.loads(res.stdout)["results"]
         assert hits[0]["path"] == CRISIS
         expected = holder.hits("crisis escalation threshold", 3)
@@ -175,6 +176,14 @@ def test_search_reads_an_index_another_process_writes(
                           "--index-dir", str(index), "--json", cache=tmp_path)
         assert related.returncode == 0, related.stderr
         assert json.loads(related.stdout)["results"]
+        # A note changed since: the search would update first, finds the lock taken, and says
+        # it reads the index as the other process has it.
+        (vault / "New note.md").write_text("# New\n\nA crisis drill every quarter.\n", "utf-8")
+        stale = run_cli("search", "crisis drill", "--root", str(vault), "--index-dir",
+                        str(index), "--json", cache=tmp_path)
+        assert stale.returncode == 0, stale.stderr
+        assert "in use by another mdsearch process" in stale.stderr
+        assert "New note.md" not in {h["path"] for h in json.loads(stale.stdout)["results"]}
         assert holder.manifest.generation == generation  # the reader wrote nothing
     finally:
         holder.close()

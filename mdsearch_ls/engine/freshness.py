@@ -1,0 +1,45 @@
+"""Is an index up to date with its notes? Answered from a scan of file stats and the manifest.
+
+A CLI search wants a fresh index, but updating one means opening it for writing: the writer lock,
+and Chroma (importing it alone costs seconds). Most searches find nothing changed, so the CLI asks
+here first, from a read-only open (SQLite only), and opens for writing only when something did
+change. The rule is the indexer's own (a note is changed when its mtime or size differs from the
+manifest's; a file skipped before in the same state stays skipped), so the two cannot disagree
+about whether there is work to do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mdsearch_ls.engine import sources
+
+if TYPE_CHECKING:
+    from mdsearch_ls.config import Settings
+    from mdsearch_ls.engine.manifest import Manifest
+
+
+def pending_changes(root: Path, settings: Settings, manifest: Manifest,
+                    index_dir: Path | None) -> int:
+    """How many notes an update would read or drop (0: the index is up to date)."""
+    found = sources.scan(
+        root,
+        include=settings.include,
+        exclude=settings.exclude,
+        index_dir=index_dir,
+        max_file_bytes=settings.max_file_bytes,
+        warn=lambda _message: None,
+        skipped=lambda *_skip: None,
+    )
+    known = manifest.files()
+    skipped = manifest.skipped()
+    changed = 0
+    for f in found:
+        k = known.get(f.rel)
+        if k is None:
+            changed += skipped.get(f.rel) != (f.mtime, f.size)
+        elif k.mtime != f.mtime or k.size != f.size:
+            changed += 1
+    present = {f.rel for f in found}
+    return changed + sum(1 for rel in known if rel not in present)
