@@ -233,7 +233,8 @@ class Searcher:
             # keyword.build_match), so only hybrid asks for them.
             match = keyword.build_match(text, phrases, pairs=mode == "hybrid")
             if match:
-                keyword_rows = self.manifest.keyword_search(match, pool, allowed)
+                keyword_rows = self.manifest.keyword_search(
+                    match, pool, allowed, (params.title_column_weight, 1.0))
         cands = self._candidates(semantic, keyword_rows, allowed)
         if not cands:
             return []
@@ -243,12 +244,15 @@ class Searcher:
             # much as the whole keyword search).
             self._fill_cosines(cands, qvec)
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
+        sizes = self.notes.chunk_counts() if mode == "hybrid" else {}
         for c in cands:
             c.weight = boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
+            c.note_chunks = sizes.get(c.chunk.path, 1)
             if contains:
                 c.phrases = contains.get(c.chunk.id, 0)
         named = self.named_notes(text, {c.chunk.path for c in cands}) if mode == "hybrid" else {}
-        ordered = ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params)
+        ordered = ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
+                               query=text)
         return self._collapse(ordered, k, per_file, mode, fusion if mode == "hybrid" else None)
 
     def _nearest(
