@@ -232,13 +232,13 @@ def rank(
     order is deterministic.
     """
     hybrid = mode == "hybrid"
-    if hybrid and fusion == "convex":
-        base = convex(cands, params, exact=looks_exact(query))
-        base = [b - long_note_penalty(c.note_chunks, params)
-                for b, c in zip(base, cands, strict=True)]
-    else:
-        base = rrf(cands, params)
+    scored = hybrid and fusion == "convex"
+    base = convex(cands, params, exact=looks_exact(query)) if scored else rrf(cands, params)
     fused = [f * c.weight for f, c in zip(base, cands, strict=True)]
+    if scored:
+        # After the boilerplate weight: scaling a score the penalty made negative would raise it.
+        fused = [f - long_note_penalty(c.note_chunks, params)
+                 for f, c in zip(fused, cands, strict=True)]
     rewards = named_rewards(cands, fused, named, fusion, params) if hybrid and named else {}
     for i, extra in rewards.items():
         fused[i] += extra

@@ -145,3 +145,13 @@ def test_long_notes_pay_a_penalty_that_grows_with_their_length():
     assert order(cands, mode="semantic", fusion="convex", query=q) == ["manual", "howto"]
     off = RankingParams(long_note_penalty=0.0)
     assert order(cands, mode="hybrid", fusion="convex", query=q, params=off)[0] == "manual"
+
+
+def test_boilerplate_in_a_long_note_stays_below_its_own_text():
+    """The penalty is taken after the boilerplate weight: scaling a score the penalty made
+    negative would lift a template section above the note's own text."""
+    cands = [cand("top", sem=1, cos=0.9),
+             cand("own", sem=2, cos=0.7, path="Long.md", chunks=160),
+             cand("template", sem=3, cos=0.7, path="Long.md", chunks=160, weight=0.3)]
+    assert order(cands, mode="hybrid", fusion="convex", query="what is in the long note") == [
+        "top", "own", "template"]
