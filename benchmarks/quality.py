@@ -1,10 +1,14 @@
 """Retrieval quality of every search mode on a labelled query set, with a plain BM25 baseline.
 
     python benchmarks/quality.py VAULT QUERIES.jsonl [--out FILE] [--modes hybrid,semantic,keyword]
+    python benchmarks/quality.py vault|obsidian-help|tldr [...]    a labelled set by name
                                  [--index-dir DIR] [--cleaned] [--param NAME=VALUE ...]
+                                 [--split tune|heldout]
 
 QUERIES has one JSON object per line: ``{"query": ..., "relevant": [paths relative to VAULT]}``
-and optionally ``"kind"`` (figures are also split by it). Every query runs through
+and optionally ``"kind"`` and ``"split"`` (figures are also given per kind and per split).
+``--split`` runs only the queries of one split: tune on ``tune``, and only report ``heldout``
+(benchmarks/queries/obsidian-help.README.md). Every query runs through
 the workspace's searcher with k=10 and per_file=1, so ranks are ranks of distinct notes. Per mode:
 top-1/3/5/10 accuracy (a relevant note within the first k), MRR@10 and nDCG@10 (binary
 relevance). The baseline is Okapi BM25 (k1=1.2, b=0.75) over whole files, lowercase
@@ -44,6 +48,16 @@ from mdsearch_ls.engine.ranking import RankingParams  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 K = 10
+# The labelled sets, by name (``quality.py obsidian-help``): the folder and its queries, relative
+# to the repository (the corpora are in ../shared beside it).
+SETS = {
+    "vault": (ROOT / "examples" / "vault",
+              ROOT / "benchmarks" / "queries" / "examples-vault.jsonl"),
+    "obsidian-help": (ROOT.parent / "shared" / "corpora" / "obsidian-help",
+                      ROOT / "benchmarks" / "queries" / "obsidian-help.jsonl"),
+    "tldr": (ROOT.parent / "shared" / "corpora" / "tldr",
+             ROOT.parent / "shared" / "eval" / "nl2bash-tldr.jsonl"),
+}
 CUTS = (1, 3, 5, 10)
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _FILTERISH = re.compile(r'([A-Za-z]):(?=\S)')
@@ -144,6 +158,7 @@ class Scores:
         return {m: mean_metrics(rows) for m, rows in self.rows.items()}
 
     def by_kind(self, kinds: list[str], modes: list[str]) -> dict[str, dict[str, dict]]:
+        """Metrics per value of a query field (``kinds``: that field per query, "" for none)."""
         out: dict[str, dict[str, dict]] = {}
         for kind in sorted({k for k in kinds if k}):
             idx = [i for i, k in enumerate(kinds) if k == kind]
@@ -241,8 +256,10 @@ def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("vault", type=Path)
-    ap.add_argument("queries", type=Path)
+    ap.add_argument("vault", type=Path,
+                    help=f"the folder, or a labelled set's name ({', '.join(SETS)})")
+    ap.add_argument("queries", type=Path, nargs="?",
+                    help="the labelled queries (a set's own when VAULT names a set)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--modes", default="hybrid,semantic,keyword")
     ap.add_argument("--index-dir", type=Path)
@@ -257,9 +274,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fusion", default=Settings.fusion, help="hybrid fusion: convex or rrf")
     ap.add_argument("--chunk-size", type=int, default=Settings.chunk_size)
     ap.add_argument("--chunk-overlap", type=int, default=Settings.chunk_overlap)
+    ap.add_argument("--split", choices=("tune", "heldout"),
+                    help="only the queries of this split (tune on 'tune'; 'heldout' is reported, "
+                         "never tuned on)")
     ap.add_argument("--misses", type=int, default=0,
                     help="print up to N queries hybrid got wrong at top-5")
     args = ap.parse_args(argv)
+    if args.queries is None:
+        if str(args.vault) not in SETS:
+            ap.error(f"QUERIES is needed unless VAULT is a set's name ({', '.join(SETS)})")
+        args.vault, args.queries = SETS[str(args.vault)]
 
     params, overrides = ranking_params(args.param, args.fusion)
     vault = args.vault.resolve()
@@ -267,6 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     queries = [json.loads(line) for line in args.queries.read_text().splitlines()
                if line.strip()]
+    if args.split:
+        queries = [q for q in queries if q.get("split") == args.split]
+        if not queries:
+            raise SystemExit(f"--split {args.split}: no query of {args.queries} has that split")
     tmp = None
     if args.index_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="mdsearch-quality-")
@@ -299,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds = [str(q.get("kind", "")) for q in queries]
     summary = typed.summary()
     by_kind = typed.by_kind(kinds, modes)
+    by_split = typed.by_kind([str(q.get("split", "")) for q in queries], modes)
 
     cols = ["top1", "top3", "top5", "top10", "mrr10", "ndcg10"]
     print(f"\n{vault.name}: {len(queries)} queries as typed ({typed.with_notes} with a note, "
@@ -309,9 +338,11 @@ def main(argv: list[str] | None = None) -> int:
     for m, s in summary.items():
         p50 = lat.get(m, {}).get("p50_ms", "")
         print(f"{m:<10}" + "".join(f"{s[c]:>8.3f}" for c in cols) + f"{p50:>9}")
-    for kind, table in by_kind.items():
-        print(f"  kind={kind} (n={table[modes[0] if modes else 'bm25']['n']}): " + ", ".join(
-            f"{m} top1 {s['top1']:.2f} top3 {s['top3']:.2f}" for m, s in table.items()))
+    for field, groups in (("kind", by_kind), ("split", by_split)):
+        for kind, table in groups.items():
+            print(f"  {field}={kind} (n={table[modes[0] if modes else 'bm25']['n']}): "
+                  + ", ".join(f"{m} top1 {s['top1']:.3f} top3 {s['top3']:.3f} "
+                              f"mrr {s['mrr10']:.3f}" for m, s in table.items()))
     if cleaned is not None:
         changed = sum(sanitize(q["query"]) != q["query"] for q in queries)
         print(f"cleaned ({changed} queries changed by cleaning; for comparison only):")
@@ -327,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         "vault": str(vault),
         "queries_file": str(args.queries),
         "queries": len(queries),
+        "split": args.split,
         "as_typed": True,
         "queries_with_notes": typed.with_notes,
         "query_notes_by_kind": typed.note_kinds(),
@@ -341,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         "ranking": dataclasses.asdict(params),
         "metrics": summary,
         "by_kind": by_kind,
+        "by_split": by_split,
         "latency": lat,
     }
     if cleaned is not None:

@@ -340,13 +340,19 @@ class Manifest:
     def all_paths(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT path FROM files ORDER BY path")]
 
+    def chunk_counts(self) -> dict[str, int]:
+        """How many chunks each note has."""
+        return {r[0]: int(r[1]) for r in self._conn().execute(
+            "SELECT path, COUNT(*) FROM chunks GROUP BY path")}
+
     def file_mtimes(self) -> dict[str, float]:
         return {r[0]: r[1] for r in self._conn().execute("SELECT path, mtime FROM files")}
 
     def keyword_search(
-        self, match: str, limit: int, paths: set[str] | None = None
+        self, match: str, limit: int, paths: set[str] | None = None,
+        weights: Sequence[float] = (4.0, 1.0),
     ) -> list[tuple[str, float]]:
-        """BM25 over the FTS5 table; title hits weigh more than body hits. Best first.
+        """BM25 over the FTS5 table; title hits weigh ``weights[0]`` x a body hit. Best first.
 
         With ``paths``, the ranked rows are streamed and filtered until ``limit`` pass, so a
         narrow filter still gets its best ``limit`` matches (a fixed over-fetch could hold none
@@ -354,17 +360,18 @@ class Manifest:
         while an ``IN`` over thousands of rowids or paths made SQLite 20-100x slower (measured).
         """
         conn = self._conn()
+        w_title, w_body = (float(w) for w in weights)
         sql = (
-            "SELECT c.id, c.path, bm25(chunks_fts, 4.0, 1.0) AS rank FROM chunks_fts "
+            "SELECT c.id, c.path, bm25(chunks_fts, ?, ?) AS rank FROM chunks_fts "
             "JOIN chunks c ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? "
             "ORDER BY rank"
         )
         try:
             if paths is None:
-                rows = conn.execute(sql + " LIMIT ?", (match, limit)).fetchall()
+                rows = conn.execute(sql + " LIMIT ?", (w_title, w_body, match, limit)).fetchall()
                 return [(cid, -float(rank)) for cid, _path, rank in rows]
             out: list[tuple[str, float]] = []
-            for cid, path, rank in conn.execute(sql, (match,)):
+            for cid, path, rank in conn.execute(sql, (w_title, w_body, match)):
                 if path in paths:
                     out.append((cid, -float(rank)))
                     if len(out) >= limit:

@@ -1,9 +1,9 @@
 """Note-level answers the searcher needs per query, cached until the index changes.
 
-Which notes a file-level filter lets through, and which notes a query names, are questions about
-notes (paths, mtimes, tags, titles), not chunks; both are asked at every keystroke of a query in
-an editor, so the data is read from the manifest once per index generation, and each filter's
-answer is kept until the next commit.
+Which notes a file-level filter lets through, which notes a query names and how long each note
+is are questions about notes (paths, mtimes, tags, titles, chunk counts), not chunks; they are
+asked at every keystroke of a query in an editor, so the data is read from the manifest once per
+index generation, and each filter's answer is kept until the next commit.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class NoteLookups:
         self._lock = threading.Lock()
         self._mtimes: tuple[int, dict[str, float]] | None = None
         self._names: tuple[int, dict[str, tuple[frozenset[str], ...]]] | None = None
+        self._sizes: tuple[int, dict[str, int]] | None = None
         self._allowed: dict[tuple[Any, ...], set[str]] = {}
         self._allowed_gen = -1
 
@@ -82,6 +83,16 @@ class NoteLookups:
         mtimes = self.manifest.file_mtimes()
         self._mtimes = (gen, mtimes)
         return mtimes
+
+    def chunk_counts(self) -> dict[str, int]:
+        """How many chunks each note has (the long-note penalty's measure of a note's size)."""
+        gen = self.manifest.generation
+        cached = self._sizes
+        if cached is not None and cached[0] == gen:
+            return cached[1]
+        sizes = self.manifest.chunk_counts()
+        self._sizes = (gen, sizes)
+        return sizes
 
     def _name_tokens(self) -> dict[str, tuple[frozenset[str], ...]]:
         gen = self.manifest.generation

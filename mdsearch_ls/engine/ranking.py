@@ -61,6 +61,21 @@ class RankingParams:
     on the convex scale, or as much as a first place in a list of that weight for rrf and the
     single modes. Measured on nl2bash/tldr: 0.05 / 0.1 / 0.25 / 0.5 gave hybrid top-5 0.570 /
     0.564 / 0.559 / 0.542."""
+    exact_alpha: float = 0.3
+    """Convex alpha for a query that reads as an exact term rather than a question (see
+    :func:`looks_exact`: ``Ctrl+E``, ``aliases:``, ``YubiKey``): the words typed are the
+    evidence there, and the model, which embeds ``Ctrl+E`` close to every shortcut, is not."""
+    long_note_penalty: float = 0.06
+    """Convex fusion subtracts this x ln(chunks / ``long_note_free_chunks``) from the score of a
+    section of a note longer than that: a note of 160 chunks has 160 chances that one section
+    is close to a query by accident, so a broad reference page (a CLI manual, every setting)
+    outranked the short page about the one thing asked."""
+    long_note_free_chunks: int = 4
+    """Notes up to this many chunks pay no long-note penalty (nearly every tldr page, most
+    notes of a small vault)."""
+    title_column_weight: float = 4.0
+    """BM25 weight of the FTS title column (section title, heading path, note title and
+    aliases) against the body column's 1."""
     min_pool: int = 50
     """Fewest candidates taken from each list, whatever k."""
     pool_per_hit: int = 6
@@ -73,8 +88,14 @@ class RankingParams:
             raise ValueError(f"phrase_mode: expected require or prefer, got {self.phrase_mode!r}")
         if not 0.0 <= self.convex_alpha <= 1.0:
             raise ValueError(f"convex_alpha: expected 0 to 1, got {self.convex_alpha}")
+        if not 0.0 <= self.exact_alpha <= 1.0:
+            raise ValueError(f"exact_alpha: expected 0 to 1, got {self.exact_alpha}")
         if self.rrf_k < 0 or self.min_pool < 1 or self.pool_per_hit < 1:
             raise ValueError("rrf_k must be >= 0, min_pool and pool_per_hit >= 1")
+        if self.long_note_penalty < 0 or self.long_note_free_chunks < 1:
+            raise ValueError("long_note_penalty must be >= 0, long_note_free_chunks >= 1")
+        if self.title_column_weight <= 0:
+            raise ValueError("title_column_weight must be > 0")
 
     def pool(self, k: int) -> int:
         """How many candidates to take from each list for ``k`` hits."""
@@ -106,6 +127,8 @@ class Candidate:
     required_share: float = 0.0
     """The share of the required phrases the chunk holds, when no section held them all and
     they were dropped: the chunks holding more of them rank first."""
+    note_chunks: int = 1
+    """How many chunks the candidate's note has (for the long-note penalty)."""
 
 
 def boilerplate_weight(n_files: int) -> float:
@@ -119,9 +142,33 @@ def boilerplate_weight(n_files: int) -> float:
     return 1.0 / (1.0 + math.log(n_files / 2.0))
 
 
-def convex(cands: Sequence[Candidate], params: RankingParams) -> list[float]:
+def looks_exact(text: str) -> bool:
+    """Whether a query reads as an exact term rather than a question: at most two words, or at
+    most five with a symbol among them (``Ctrl+Shift+V``, ``[[note#^block]]``,
+    ``npm install -g x``). A long question that quotes a file name is still a question."""
+    words = text.split()
+    if not words:
+        return False
+    if len(words) <= 2:
+        return True
+    return len(words) <= 5 and (
+        any(not (ch.isalnum() or ch.isspace() or ch in "?',.!-") for ch in text)
+        or any(w.startswith("-") for w in words))  # a command-line flag
+
+
+def long_note_penalty(chunks: int, params: RankingParams) -> float:
+    """What a section of a note of ``chunks`` chunks loses in convex fusion."""
+    if chunks <= params.long_note_free_chunks:
+        return 0.0
+    return params.long_note_penalty * math.log(chunks / params.long_note_free_chunks)
+
+
+def convex(cands: Sequence[Candidate], params: RankingParams, *, exact: bool = False
+           ) -> list[float]:
     """Score fusion: unlike RRF it keeps how far apart two candidates are, so a section that is
-    clearly the best semantic match is not pulled level with a weak keyword hit of equal rank."""
+    clearly the best semantic match is not pulled level with a weak keyword hit of equal rank.
+    ``exact``: the query reads as an exact term, and BM25 gets more weight."""
+    alpha = params.exact_alpha if exact else params.convex_alpha
     cos = [c.cosine for c in cands if c.cosine is not None]
     lo, hi = (min(cos), max(cos)) if cos else (0.0, 1.0)
     lo = min(lo, hi - params.convex_min_span)
@@ -130,7 +177,7 @@ def convex(cands: Sequence[Candidate], params: RankingParams) -> list[float]:
     for c in cands:
         dense = ((c.cosine or lo) - lo) / (hi - lo) if hi > lo else 0.0
         sparse = (c.bm25 or 0.0) / best
-        out.append(params.convex_alpha * dense + (1.0 - params.convex_alpha) * sparse)
+        out.append(alpha * dense + (1.0 - alpha) * sparse)
     return out
 
 
@@ -183,18 +230,25 @@ def rank(
     fusion: str,
     named: Mapping[str, int],
     params: RankingParams,
+    query: str = "",
 ) -> list[Candidate]:
     """The candidates with their fused scores, best first.
 
     Hybrid mode fuses by ``fusion`` and adds the named-note reward; a single mode orders by
     its own list's reciprocal rank. Every score is scaled by the candidate's boilerplate
-    weight. Candidates holding preferred phrases gain ``params.phrase_boost``; those holding
-    more of a dropped requirement's phrases come first. Ties are broken by cosine, then chunk
-    id, so the order is deterministic.
+    weight. Convex fusion weighs BM25 more for a ``query`` that reads as an exact term and
+    charges sections of long notes the long-note penalty. Candidates holding preferred phrases
+    gain ``params.phrase_boost``; those holding more of a dropped requirement's phrases come
+    first. Ties are broken by cosine, then chunk id, so the order is deterministic.
     """
     hybrid = mode == "hybrid"
-    base = convex(cands, params) if hybrid and fusion == "convex" else rrf(cands, params)
+    scored = hybrid and fusion == "convex"
+    base = convex(cands, params, exact=looks_exact(query)) if scored else rrf(cands, params)
     fused = [f * c.weight for f, c in zip(base, cands, strict=True)]
+    if scored:
+        # After the boilerplate weight: scaling a score the penalty made negative would raise it.
+        fused = [f - long_note_penalty(c.note_chunks, params)
+                 for f, c in zip(fused, cands, strict=True)]
     scale = 1.0 if hybrid and fusion == "convex" else 1.0 / (params.rrf_k + 1)
     for i, c in enumerate(cands):
         if c.phrase_share:

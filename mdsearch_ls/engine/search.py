@@ -237,7 +237,8 @@ class Searcher:
             # keyword.build_match), so only hybrid asks for them.
             match = keyword.build_match(text, must, pairs=mode == "hybrid")
             if match:
-                keyword_rows = self.manifest.keyword_search(match, pool, allowed)
+                keyword_rows = self.manifest.keyword_search(
+                    match, pool, allowed, (params.title_column_weight, 1.0))
         cands = self._candidates(semantic, keyword_rows, allowed)
         if not cands:
             return []
@@ -247,14 +248,17 @@ class Searcher:
             # much as the whole keyword search).
             self._fill_cosines(cands, qvec)
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
+        sizes = self.notes.chunk_counts() if mode == "hybrid" else {}
         for c in cands:
             c.weight = boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
             if prefer is not None:
                 c.phrase_share = prefer.share(c.chunk.id)
             if dropped is not None:
                 c.required_share = dropped.share(c.chunk.id)
+            c.note_chunks = sizes.get(c.chunk.path, 1)
         named = self.named_notes(text, {c.chunk.path for c in cands}) if mode == "hybrid" else {}
-        ordered = ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params)
+        ordered = ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
+                               query=text)
         return self._collapse(ordered, k, per_file, mode, fusion if mode == "hybrid" else None)
 
     def _nearest(

@@ -6,7 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from mdsearch_ls.engine.ranking import Candidate, RankingParams, convex, rank, rrf
+from mdsearch_ls.engine.ranking import (
+    Candidate,
+    RankingParams,
+    convex,
+    long_note_penalty,
+    looks_exact,
+    rank,
+    rrf,
+)
 from mdsearch_ls.engine.records import ChunkRecord
 
 
@@ -16,9 +24,10 @@ def chunk(cid: str, path: str | None = None) -> ChunkRecord:
                        ordinal=0, section=0, text=cid, embed_hash=f"e{cid}", body_hash=f"b{cid}")
 
 
-def cand(cid: str, *, sem=None, kw=None, cos=None, bm25=None, path=None, weight=1.0):
+def cand(cid: str, *, sem=None, kw=None, cos=None, bm25=None, path=None, weight=1.0,
+         chunks=1):
     return Candidate(chunk=chunk(cid, path), semantic_rank=sem, keyword_rank=kw, cosine=cos,
-                     bm25=bm25, weight=weight)
+                     bm25=bm25, weight=weight, note_chunks=chunks)
 
 
 def order(cands, **kw) -> list[str]:
@@ -34,6 +43,10 @@ def test_params_reject_what_cannot_work():
         RankingParams(convex_alpha=1.5)
     with pytest.raises(ValueError):
         RankingParams(min_pool=0)
+    with pytest.raises(ValueError, match="exact_alpha"):
+        RankingParams(exact_alpha=-0.1)
+    with pytest.raises(ValueError, match="long_note"):
+        RankingParams(long_note_free_chunks=0)
     assert RankingParams(min_pool=10, pool_per_hit=3).pool(2) == 10
     assert RankingParams(min_pool=10, pool_per_hit=3).pool(20) == 60
     assert "convex_alpha" in RankingParams.names()
@@ -108,3 +121,57 @@ def test_a_dropped_requirement_is_a_tier_and_a_preference_a_boost():
                  params=RankingParams(phrase_boost=0.0)) == ["near", "close"]
     assert order([near, prefers], mode="hybrid", fusion="rrf",
                  params=RankingParams(phrase_boost=1.5)) == ["prefers", "near"]
+
+
+@pytest.mark.parametrize("query", ["Ctrl+E", "cssclasses", "Restricted mode", "[[note#^block]]",
+                                   "npm install -g obsidian-headless", "aliases:"])
+def test_terms_look_exact(query):
+    assert looks_exact(query)
+
+
+@pytest.mark.parametrize("query", [
+    "", "toggle dark mode", "how do I undo a bad deploy",
+    'Add execute permission to all files ending in ".sh"',  # a question quoting a name
+    "can it open pdfs and videos?",
+])
+def test_questions_do_not_look_exact(query):
+    assert not looks_exact(query)
+
+
+def test_an_exact_term_weighs_bm25_more_than_a_question_does():
+    """The same two candidates: the closest in meaning wins a question, the one holding the
+    typed term wins when the query is the term itself."""
+    cands = [cand("meaning", sem=1, kw=2, cos=0.80, bm25=2.0),
+             cand("words", sem=2, kw=1, cos=0.60, bm25=9.0)]
+    kw = {"mode": "hybrid", "fusion": "convex"}
+    assert order(cands, query="what opens the reading view", **kw)[0] == "meaning"
+    assert order(cands, query="Ctrl+E", **kw)[0] == "words"
+    same = RankingParams(exact_alpha=RankingParams().convex_alpha)
+    assert order(cands, query="Ctrl+E", params=same, **kw)[0] == "meaning"
+
+
+def test_long_notes_pay_a_penalty_that_grows_with_their_length():
+    p = RankingParams(long_note_penalty=0.06, long_note_free_chunks=4)
+    assert long_note_penalty(1, p) == 0.0 and long_note_penalty(4, p) == 0.0
+    assert long_note_penalty(8, p) == pytest.approx(0.06 * 0.6931, rel=1e-3)
+    assert long_note_penalty(160, p) > long_note_penalty(40, p) > long_note_penalty(8, p)
+    # A section of a 160-chunk reference page a little closer to the question than the short
+    # page's loses to it; in rrf fusion and in the single modes the length does not count.
+    cands = [cand("manual", sem=1, cos=0.82, path="Manual.md", chunks=160),
+             cand("howto", sem=2, cos=0.78, path="How to.md", chunks=3)]
+    q = "how do I do the thing"
+    assert order(cands, mode="hybrid", fusion="convex", query=q) == ["howto", "manual"]
+    assert order(cands, mode="hybrid", fusion="rrf", query=q) == ["manual", "howto"]
+    assert order(cands, mode="semantic", fusion="convex", query=q) == ["manual", "howto"]
+    off = RankingParams(long_note_penalty=0.0)
+    assert order(cands, mode="hybrid", fusion="convex", query=q, params=off)[0] == "manual"
+
+
+def test_boilerplate_in_a_long_note_stays_below_its_own_text():
+    """The penalty is taken after the boilerplate weight: scaling a score the penalty made
+    negative would lift a template section above the note's own text."""
+    cands = [cand("top", sem=1, cos=0.9),
+             cand("own", sem=2, cos=0.7, path="Long.md", chunks=160),
+             cand("template", sem=3, cos=0.7, path="Long.md", chunks=160, weight=0.3)]
+    assert order(cands, mode="hybrid", fusion="convex", query="what is in the long note") == [
+        "top", "own", "template"]

@@ -66,6 +66,9 @@ def small(tmp_path, write, make_workspace, fake_embedder):
     return ws, ids
 
 
+QUESTION = "which one is it about"
+
+
 def test_rrf_item_ranked_well_in_both_beats_a_single_first(small, monkeypatch):
     ws, ids = small
     semantic = [(ids["x.md"], 0.9), (ids["b.md"], 0.8), (ids["c.md"], 0.1)]
@@ -84,7 +87,8 @@ def test_rrf_item_ranked_well_in_both_beats_a_single_first(small, monkeypatch):
 
 def test_convex_fusion_keeps_score_gaps_that_rrf_flattens(small, monkeypatch):
     """x.md is by far the best semantic match; b.md is second in both lists. RRF, which sees
-    only ranks, puts b.md first; convex fusion, which sees the gap, puts x.md first."""
+    only ranks, puts b.md first; convex fusion, which sees the gap, puts x.md first (for a
+    question: a query that reads as an exact term weighs BM25 more, see test_ranking)."""
     ws, ids = small
     semantic = [(ids["x.md"], 0.9), (ids["b.md"], 0.3), (ids["c.md"], 0.1)]
     keyword_rows = [(ids["y.md"], 9.0), (ids["b.md"], 8.5)]
@@ -97,12 +101,12 @@ def test_convex_fusion_keeps_score_gaps_that_rrf_flattens(small, monkeypatch):
                 c.cosine = 0.1
 
     monkeypatch.setattr(ws.searcher, "_fill_cosines", cosines)
-    rrf = [h.path for h in ws.searcher.search("anything", 10, fusion="rrf").hits]
-    convex = [h.path for h in ws.searcher.search("anything", 10, fusion="convex").hits]
+    rrf = [h.path for h in ws.searcher.search(QUESTION, 10, fusion="rrf").hits]
+    convex = [h.path for h in ws.searcher.search(QUESTION, 10, fusion="convex").hits]
     assert rrf[0] == "b.md"
     assert convex[:2] == ["x.md", "b.md"]
     with pytest.raises(QueryError, match="fusion"):
-        ws.searcher.search("anything", 10, fusion="borda")
+        ws.searcher.search(QUESTION, 10, fusion="borda")
 
 
 def test_ranking_parameters_are_passed_to_the_searcher(small, monkeypatch):
@@ -117,18 +121,18 @@ def test_ranking_parameters_are_passed_to_the_searcher(small, monkeypatch):
     monkeypatch.setattr(ws.manifest, "keyword_search", lambda *a, **kw: list(keyword_rows))
     s = ws.searcher
     assert s.params == RankingParams()
-    assert s.search("anything", 10, fusion="convex").hits[0].path == "x.md"
+    assert s.search(QUESTION, 10, fusion="convex").hits[0].path == "x.md"
     monkeypatch.setattr(s, "params", replace(s.params, convex_alpha=0.0))
-    assert s.search("anything", 10, fusion="convex").hits[0].path == "y.md"
+    assert s.search(QUESTION, 10, fusion="convex").hits[0].path == "y.md"
     monkeypatch.setattr(s, "params", replace(s.params, fusion="rrf"))
-    assert s.search("anything", 10).hits[0].path == "b.md"  # no fusion given: the parameters'
+    assert s.search(QUESTION, 10).hits[0].path == "b.md"  # no fusion given: the parameters'
 
 
 def test_only_hybrid_adds_adjacent_word_pairs_to_the_keyword_query(small, monkeypatch):
     ws, _ = small
     seen: dict[str, str] = {}
 
-    def record(match, limit, paths=None):
+    def record(match, limit, paths=None, weights=(4.0, 1.0)):
         seen[mode] = match
         return []
 
