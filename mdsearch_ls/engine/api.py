@@ -10,6 +10,9 @@ Obsidian bridge) is a small file over these names:
   with :class:`SearchResult` (hits, notes, :class:`IndexState`) / :class:`Related`;
 * find the notes a command means: :func:`find_index_root` (walk up to the nearest indexed
   folder), :func:`has_index`, :func:`count_notes` (ask before indexing a huge folder);
+* help while writing: ``Workspace.writing`` / ``IndexedFolder.writing``, a
+  :class:`WritingAids` (link completion, where a link goes, related sections and whether they are
+  linked, a link to suggest, unlinked mentions, near-duplicates);
 * show a hit: :func:`snippet` / :func:`wrap` render a section's markdown (``chunk_texts``) as
   plain text cut between words, with the query's words (:func:`query_terms`) marked;
 * make the model: :func:`create_embedder` (one per process; folders share it);
@@ -38,6 +41,7 @@ from mdsearch_ls.engine.folder import (
     IndexedFolder,
     load_in_background,
 )
+from mdsearch_ls.engine.hygiene import Duplicate, DuplicateOf, Mention
 from mdsearch_ls.engine.indexer import IndexReport
 from mdsearch_ls.engine.query import QueryError
 from mdsearch_ls.engine.render import Snippet, match_spans, plain_text, query_terms, snippet, wrap
@@ -55,6 +59,15 @@ from mdsearch_ls.engine.workspace import (
     find_index_root,
     has_index,
 )
+from mdsearch_ls.engine.writing import (
+    LINK_STYLES,
+    LinkCandidate,
+    LinkCompletion,
+    LinkedRelated,
+    LinkSuggestion,
+    LinkTarget,
+    WritingAids,
+)
 
 
 def create_embedder(settings: object) -> Embedder:
@@ -68,6 +81,7 @@ def is_markdown(path: str) -> bool:
 
 
 __all__ = [
+    "LINK_STYLES",
     "MARKDOWN_SUFFIXES",
     "MAX_LIMIT",
     "STATE_ERROR",
@@ -75,6 +89,8 @@ __all__ = [
     "STATE_LOADING",
     "STATE_READY",
     "STATE_STARTING",
+    "Duplicate",
+    "DuplicateOf",
     "Embedder",
     "Heading",
     "Hit",
@@ -84,7 +100,13 @@ __all__ = [
     "IndexReport",
     "IndexState",
     "IndexedFolder",
+    "LinkCandidate",
+    "LinkCompletion",
+    "LinkSuggestion",
+    "LinkTarget",
+    "LinkedRelated",
     "MdsearchError",
+    "Mention",
     "ModelLoadError",
     "NotIndexedError",
     "OpenMode",
@@ -96,6 +118,7 @@ __all__ = [
     "SearchResult",
     "Snippet",
     "Workspace",
+    "WritingAids",
     "count_notes",
     "create_embedder",
     "default_index_dir",

@@ -37,10 +37,12 @@ from mdsearch_ls.engine.errors import (
 )
 from mdsearch_ls.engine.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
 from mdsearch_ls.engine.manifest import SCHEMA_VERSION, Manifest
+from mdsearch_ls.engine.records import ChunkRecord
 from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search import Hit, Searcher
 from mdsearch_ls.engine.store import ChromaStore, StoreError
 from mdsearch_ls.engine.vectors import mean_vector
+from mdsearch_ls.engine.writing import WritingAids
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +233,8 @@ class Workspace:
     consistent (one writer, the manifest as the truth, repair on open) live in one place.
     """
 
+    writing: WritingAids
+    """Help while writing (link completion, related-not-linked, mentions, duplicates)."""
     # None when opened read-only: another process is (or may become) the writer.
     store: ChromaStore | None
     indexer: Indexer | None
@@ -327,6 +331,7 @@ class Workspace:
             self.searcher = Searcher(
                 self.manifest, self.store, embedder, per_file=settings.per_file
             )
+            self.writing = WritingAids(self)
         except BaseException:
             self._lock.release()
             raise
@@ -351,6 +356,7 @@ class Workspace:
         self.searcher = Searcher(
             self.manifest, None, self.embedder, per_file=self.settings.per_file
         )
+        self.writing = WritingAids(self)
 
     def _writer(self) -> Indexer:
         if self.indexer is None:
@@ -595,6 +601,10 @@ class Workspace:
         render their own snippet (see :mod:`mdsearch_ls.engine.render`); unknown ids are left
         out. Any thread; works read-only."""
         return {cid: rec.text for cid, rec in self.manifest.get_chunks(list(chunk_ids)).items()}
+
+    def chunks_of(self, rel: str) -> list[ChunkRecord]:
+        """The indexed chunks of one note (root-relative path), in reading order."""
+        return self.manifest.chunks_for(rel)
 
     def is_indexed(self, rel: str) -> bool:
         """Whether the index holds this note (root-relative path)."""

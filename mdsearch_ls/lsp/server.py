@@ -65,6 +65,10 @@ class MdSearchServer(LanguageServer):
         self.initialize_hooks: list[Callable[[MdSearchServer], None]] = []
         """Run at ``initialize``, once settings are known (features register what they serve
         only when the client wants it, e.g. the outline)."""
+        self.document_hooks: list[Callable[[MdSearchServer, str, str], None]] = []
+        """Called on the loop with ``(server, event, uri)`` for each ``open``, ``change``,
+        ``save`` and ``close`` of a document: the sync feature owns those notifications, and a
+        feature that follows the buffer (diagnostics) subscribes here instead of importing it."""
 
     # ---- documents --------------------------------------------------------------------------
 
@@ -75,6 +79,21 @@ class MdSearchServer(LanguageServer):
         except Exception:  # no workspace before initialize
             return None
         return doc.source if doc is not None else None
+
+    def document_event(self, event: str, uri: str) -> None:
+        for hook in self.document_hooks:
+            try:
+                hook(self, event, uri)
+            except Exception:  # one feature's failure must not stop the others
+                log.exception("document %s hook failed for %s", event, uri)
+
+    def codec(self) -> Any:
+        """The position encoding agreed at initialize (UTF-16 unless the client offered
+        another)."""
+        try:
+            return self.workspace.position_codec
+        except Exception:  # no workspace before initialize
+            return None
 
     # ---- messages from any thread -----------------------------------------------------------
 
@@ -172,10 +191,22 @@ class _ClientLogHandler(logging.Handler):
 
 def create_server() -> MdSearchServer:
     """A server with every feature registered (tests create one per process through stdio)."""
-    from mdsearch_ls.lsp.features import commands, hover, lifecycle, symbols, sync
+    from mdsearch_ls.lsp.features import (
+        actions,
+        commands,
+        completion,
+        definition,
+        diagnostics,
+        hover,
+        lenses,
+        lifecycle,
+        symbols,
+        sync,
+    )
 
     server = MdSearchServer()
-    for feature in (lifecycle, sync, symbols, hover, commands):
+    for feature in (lifecycle, sync, symbols, hover, commands, completion, definition, lenses,
+                    actions, diagnostics):
         feature.register(server)
     handler = _ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
