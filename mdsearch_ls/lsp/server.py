@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -74,11 +75,23 @@ class MdSearchServer(LanguageServer):
 
     def document_text(self, uri: str) -> str | None:
         """The editor's buffer of a document it has open (unsaved edits included), else None."""
+        doc = self.open_document(uri)
+        return doc.source if doc is not None else None
+
+    def open_document(self, uri: str) -> Any:
+        """The editor's open document (pygls keeps them under the percent-decoded URI, so a
+        note named "Garden journal.md" is found however the client encoded its space)."""
         try:
-            doc = self.workspace.text_documents.get(uri)
+            return self.workspace.text_documents.get(unquote(uri))
         except Exception:  # no workspace before initialize
             return None
-        return doc.source if doc is not None else None
+
+    def open_uris(self) -> list[str]:
+        """The URIs of the open documents, as the client sent them."""
+        try:
+            return [doc.uri for doc in self.workspace.text_documents.values()]
+        except Exception:
+            return []
 
     def document_event(self, event: str, uri: str) -> None:
         for hook in self.document_hooks:

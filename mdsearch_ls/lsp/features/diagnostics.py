@@ -133,15 +133,10 @@ class Publisher:
         self._refresh_folder(folder)
 
     def _refresh_folder(self, folder: IndexedFolder) -> None:
-        for uri in self._open_uris():
+        for uri in self.server.open_uris():
             if self.server.manager.folder_for(uri) is folder:
                 self._schedule(uri, 0.0, fresh=True)
 
-    def _open_uris(self) -> list[str]:
-        try:
-            return list(self.server.workspace.text_documents)
-        except Exception:
-            return []
 
     def _cancel(self, uri: str) -> None:
         timer = self._timers.pop(uri, None)
@@ -182,10 +177,7 @@ class Publisher:
         self._publish(uri, found, version)
 
     def _document(self, uri: str) -> tuple[str, int | None] | None:
-        try:
-            doc = self.server.workspace.text_documents.get(uri)
-        except Exception:
-            return None
+        doc = self.server.open_document(uri)
         return None if doc is None else (doc.source, doc.version)
 
     def _publish(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
