@@ -43,7 +43,7 @@ from mdsearch_ls.engine.vault import Vault, VaultView
 if TYPE_CHECKING:
     from mdsearch_ls.engine.workspace import Workspace
 
-MIN_SUGGEST_CHARS = 200
+MIN_SUGGEST_CHARS = 120
 """Characters of body a section needs before a link is suggested for it: a stub says too little
 for its nearest neighbour to mean anything."""
 
