@@ -219,8 +219,8 @@ class Settings:
         "text shared by three or more notes aside).",
         client="duplicates.enabled", applies="search", scope="resource")
     duplicates_min_score: float = setting(
-        0.95, _float(0.0, 1.0), "Lowest similarity of two sections for them to be near-"
-        "duplicates.",
+        0.95, _float(0.0, 1.0), "How much of their words two sections must share, in order, "
+        "to be near-duplicates (1: word for word); sections close in meaning are compared.",
         client="duplicates.minScore", applies="search", scope="resource")
     definition_enabled: bool = setting(
         True, _bool, "Go to definition on a [[wikilink]] or a markdown link to a note opens "
