@@ -40,6 +40,12 @@ def documentation(item: LinkCandidate) -> types.MarkupContent:
     return types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n".join(parts))
 
 
+def _place(item: LinkCandidate) -> str:
+    """The heading path, unless it only repeats the label (a note item)."""
+    crumb = item.breadcrumb.replace(" > ", " › ")
+    return "" if crumb.casefold() == item.label.casefold() else crumb
+
+
 async def completion(
     manager: FolderManager, params: types.CompletionParams, text: str | None,
     codec: Any = None,
@@ -68,7 +74,7 @@ async def completion(
             label=c.label,
             kind=types.CompletionItemKind.File if c.kind == "note"
             else types.CompletionItemKind.Reference,
-            detail=" · ".join(p for p in (c.breadcrumb.replace(" > ", " › "), c.why) if p),
+            detail=" · ".join(p for p in (_place(c), c.why) if p),
             documentation=documentation(c),
             text_edit=types.TextEdit(range=edit_range, new_text=c.insert),
             filter_text=result.typed + c.label,
