@@ -168,14 +168,13 @@ async def after_save_latencies(client: Client, vault: Path, notes: list[Path],
                                                      "position": pos})
     for n, note in enumerate(notes):
         original = note.read_text("utf-8")
-        before = (await client.status())["folders"][0].get("last_update")
+        before = (await client.status())["folders"][0]["chunks"]
         note.write_text(original + f"\n## Edited {n}\n\nA line the benchmark added, "
                         f"{rng.random():.6f}.\n", encoding="utf-8")
         client.notify("textDocument/didSave", {"textDocument": {"uri": note.as_uri()}})
-        while True:  # until the save is indexed: the index generation has moved
-            st = await client.status()
-            folder = st["folders"][0]
-            if folder["queue"] == 0 and folder.get("last_update") != before:
+        while True:  # until the save is indexed: one more section
+            folder = (await client.status())["folders"][0]
+            if folder["queue"] == 0 and folder["chunks"] == before + 1:
                 break
             await asyncio.sleep(0.02)
         for bucket in (first, second):
@@ -184,6 +183,9 @@ async def after_save_latencies(client: Client, vault: Path, notes: list[Path],
                                                              "position": pos})
             bucket.append(time.perf_counter() - t)
         note.write_text(original, encoding="utf-8")  # the next run starts from the same vault
+        client.notify("textDocument/didSave", {"textDocument": {"uri": note.as_uri()}})
+        while (await client.status())["folders"][0]["chunks"] != before:
+            await asyncio.sleep(0.02)
     return {"completion_after_save": pct(first), "completion_after_save_next": pct(second)}
 
 

@@ -7,9 +7,9 @@ in one pass when the index changes (a commit raises the manifest's generation) a
 memory, each part only once something asks for it:
 
 * notes: each note's title and aliases, and a :class:`~mdsearch_ls.engine.links.Resolver`;
-* sections: one row per section of every note with the normalised mean of its chunks' vectors
-  (the same "meaning of a section" ``related`` uses), its place, its length and how many notes
-  share its text (template boilerplate);
+* sections: one row per section of every note with the normalised mean of its chunks' vectors,
+  its place, its length and how many notes share its text (template boilerplate); refreshed from
+  the previous generation's table, see :mod:`~mdsearch_ls.engine.sections`;
 * the link graph: each note's resolved links, both ways;
 * names for mentions: each note's title, aliases and file name as word sequences.
 """
@@ -20,136 +20,20 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from mdsearch_ls.engine.keyword import STOPWORDS
 from mdsearch_ls.engine.links import Link, Resolver, strip_suffix
+from mdsearch_ls.engine.sections import SectionTable, build_sections, read_sections
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.manifest import Manifest
 
-SECTION_SQL = (
-    "SELECT c.id, c.path, c.section, c.title, c.breadcrumb, c.start_line, c.end_line, "
-    "c.body_hash, length(c.text), v.vector FROM chunks c "
-    "LEFT JOIN vectors v ON v.embed_hash = c.embed_hash ORDER BY c.path, c.ordinal"
-)
 LINK_SQL = "SELECT path, kind, target, anchor, line FROM links"
 NAME_SQL = "SELECT path, title, aliases FROM files"
 
 WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 MIN_NAME_CHARS = 3
-
-
-@dataclass
-class SectionTable:
-    """Every indexed section, row ``i`` of each array describing section ``i``.
-
-    Rows are in path order and, within a note, in reading order, so a note's sections are the
-    contiguous rows ``spans[path]``.
-    """
-
-    paths: list[str]
-    sections: np.ndarray
-    """Each row's section number in its note (``ChunkRecord.section``)."""
-    titles: list[str]
-    breadcrumbs: list[str]
-    first_chunk: list[str]
-    start_lines: np.ndarray
-    end_lines: np.ndarray
-    length: np.ndarray
-    """Characters of the section's text (its chunks' text, heading included)."""
-    boiler: np.ndarray
-    """In how many notes the section's most widespread chunk body occurs (1: its own only)."""
-    vectors: np.ndarray
-    """One normalised row per section; a zero row when no chunk of it has a vector."""
-    spans: dict[str, tuple[int, int]]
-    note_paths: list[str]
-    note_starts: np.ndarray
-    """First row of each note of ``note_paths`` (for per-note maxima with ``reduceat``)."""
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def rows(self, path: str) -> range:
-        a, b = self.spans.get(path, (0, 0))
-        return range(a, b)
-
-    def row_at(self, path: str, line: int) -> int | None:
-        """The row of the section of ``path`` holding ``line`` (as indexed)."""
-        found = None
-        for r in self.rows(path):
-            if int(self.start_lines[r]) <= line:
-                found = r
-        return found
-
-    def is_title_section(self, row: int, note_title: str) -> bool:
-        """The text before the first heading, or a top heading saying the note's title: a
-        link to the note, not to a heading in it."""
-        return " > " not in self.breadcrumbs[row] and (
-            self.titles[row].strip().casefold() == note_title.strip().casefold()
-        )
-
-
-def build_sections(rows: list[tuple[Any, ...]]) -> SectionTable:
-    """The table from ``SECTION_SQL`` rows (chunks in path and reading order)."""
-    body_notes: dict[str, set[str]] = {}
-    for row in rows:
-        body_notes.setdefault(row[7], set()).add(row[1])
-    paths: list[str] = []
-    numbers: list[int] = []
-    titles: list[str] = []
-    crumbs: list[str] = []
-    first: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    length: list[int] = []
-    boiler: list[int] = []
-    group: list[int] = []
-    blobs: list[bytes | None] = []
-    last: tuple[str, int] | None = None
-    for cid, path, section, title, crumb, start, end, body_hash, n_chars, blob in rows:
-        key = (path, section)
-        if key != last:
-            last = key
-            paths.append(path)
-            numbers.append(section)
-            titles.append(title)
-            crumbs.append(crumb)
-            first.append(cid)
-            starts.append(start)
-            ends.append(end)
-            length.append(0)
-            boiler.append(1)
-        i = len(paths) - 1
-        ends[i] = max(ends[i], end)
-        length[i] += int(n_chars or 0)
-        boiler[i] = max(boiler[i], len(body_notes[body_hash]))
-        group.append(i)
-        blobs.append(blob)
-    dim = next((len(b) // 4 for b in blobs if b), 0)
-    vectors = np.zeros((len(paths), dim), dtype=np.float32)
-    if dim and rows:
-        zero = bytes(dim * 4)
-        chunks = np.frombuffer(b"".join(b if b else zero for b in blobs),
-                               dtype=np.float32).reshape(len(blobs), dim)
-        group_starts = np.flatnonzero(np.r_[True, np.diff(np.asarray(group)) != 0])
-        vectors = np.add.reduceat(chunks, group_starts, axis=0).astype(np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        np.divide(vectors, norms, out=vectors, where=norms > 0)
-    spans: dict[str, tuple[int, int]] = {}
-    for i, p in enumerate(paths):
-        a, _ = spans.get(p, (i, i))
-        spans[p] = (a, i + 1)
-    note_paths = list(spans)
-    return SectionTable(
-        paths, np.asarray(numbers, dtype=np.int64), titles, crumbs, first,
-        np.asarray(starts, dtype=np.int64),
-        np.asarray(ends, dtype=np.int64), np.asarray(length, dtype=np.int64),
-        np.asarray(boiler, dtype=np.int64), vectors, spans, note_paths,
-        np.asarray([spans[p][0] for p in note_paths], dtype=np.int64),
-    )
 
 
 @dataclass
@@ -183,9 +67,11 @@ class VaultView:
     """One index generation's notes, sections, links and names. Thread-safe; parts are built
     on first use."""
 
-    def __init__(self, manifest: Manifest, generation: int) -> None:
+    def __init__(self, manifest: Manifest, generation: int,
+                 previous: VaultView | None = None) -> None:
         self.generation = generation
         self._manifest = manifest
+        self._previous = previous._sections if previous is not None else None
         self._lock = threading.Lock()
         self.names: dict[str, tuple[str, ...]] = {}
         """Each note's title, then its aliases."""
@@ -205,7 +91,8 @@ class VaultView:
         if self._sections is None:
             with self._lock:
                 if self._sections is None:
-                    self._sections = build_sections(self._manifest.read(SECTION_SQL))
+                    self._sections = read_sections(self._manifest, self._previous, self.names)
+                    self._previous = None
         return self._sections
 
     @property
@@ -261,7 +148,7 @@ class Vault:
         with self._lock:
             view = self._view
             if view is None or view.generation != gen:
-                view = VaultView(self._manifest, gen)
+                view = VaultView(self._manifest, gen, view)
                 self._view = view
         return view
 

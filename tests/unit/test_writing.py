@@ -238,3 +238,30 @@ def test_near_duplicates_a_copy_not_a_template_nor_a_neighbour(ws) -> None:
     assert ws.writing.near_duplicates("daily/2024-03-01.md") == []  # the template
     assert ws.writing.near_duplicates("garden/Worm bins.md") == []
     assert ws.writing.near_duplicates("kitchen/Bread baking.md", min_score=0.999) == []
+
+
+def test_the_section_table_is_refreshed_from_the_previous_one(ws, vault: Path) -> None:
+    from mdsearch_ls.engine.sections import SECTION_SQL, build_sections
+
+    before = ws.writing.view().sections
+    (vault / "garden/Tomatoes.md").write_text("# Tomatoes\n\n## Feeding\n\nFeed weekly once the "
+                                              "first truss sets fruit.\n")
+    (vault / "garden/Pruning roses.md").unlink()
+    (vault / "kitchen/Sourdough starter 2.md").write_text(
+        (vault / "kitchen/Sourdough starter.md").read_text())
+    ws.update(["garden/Tomatoes.md", "garden/Pruning roses.md", "kitchen/Sourdough starter 2.md"])
+    after = ws.writing.view().sections
+    assert after is not before
+    full = build_sections(ws.manifest.read(SECTION_SQL))
+    rows = {(p, t): i for i, (p, t) in enumerate(zip(full.paths, full.titles, strict=True))}
+    assert sorted(rows) == sorted(zip(after.paths, after.titles, strict=True))
+    for i, key in enumerate(zip(after.paths, after.titles, strict=True)):
+        j = rows[key]
+        assert after.boiler[i] == full.boiler[j], key
+        assert after.start_lines[i] == full.start_lines[j] and after.length[i] == full.length[j]
+        assert abs(float(after.vectors[i] @ full.vectors[j]) - 1.0) < 1e-5
+    # the copied note shares its sections' text with the original: both count it now
+    storing = after.row_at("kitchen/Sourdough starter.md", 9)
+    assert storing is not None and after.boiler[storing] == 2
+    assert "garden/Pruning roses.md" not in after.spans
+    assert ws.writing.view().sections is after  # nothing changed since: the same table
