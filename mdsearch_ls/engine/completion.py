@@ -212,13 +212,11 @@ class LinkCompleter:
             if stem.casefold() != names[0].casefold():
                 notes.append((p, stem, "file"))
         table = view.sections
-        rows = [i for i in range(len(table))
-                if not table.is_title_section(i, view.title(table.paths[i]))]
+        rows = np.flatnonzero(table.is_heading).tolist()
         # A heading is found by its own words first, then by its note's ("worm feed" finds
-        # Worm bins#Feeding the worms).
+        # Worm bins#Feeding the worms): the table keeps that key per row.
         found = _Lookup(view.generation, notes, _Names([n.casefold() for _, n, _ in notes]), rows,
-                        _Names([f"{table.titles[i]}  {view.title(table.paths[i])}".casefold()
-                                for i in rows]))
+                        _Names([table.keys[i] for i in rows]))
         self._lookup = found
         return found
 

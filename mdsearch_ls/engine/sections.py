@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 _COLUMNS = (
     "SELECT c.id, c.path, c.section, c.title, c.breadcrumb, c.start_line, c.end_line, "
-    "c.body_hash, length(c.text), v.vector FROM chunks c "
-    "LEFT JOIN vectors v ON v.embed_hash = c.embed_hash "
+    "c.body_hash, length(c.text), v.vector, f.title FROM chunks c "
+    "JOIN files f ON f.path = c.path LEFT JOIN vectors v ON v.embed_hash = c.embed_hash "
 )
 SECTION_SQL = _COLUMNS + "ORDER BY c.path, c.ordinal"
 SECTIONS_OF_SQL = _COLUMNS + "WHERE c.path IN ({marks}) ORDER BY c.path, c.ordinal"
@@ -52,6 +52,11 @@ class SectionTable:
     """One normalised row per section; a zero row when no chunk of it has a vector."""
     hashes: list[tuple[str, ...]]
     """Each row's chunk body hashes."""
+    keys: list[str]
+    """What link completion matches a heading by: its title, then its note's, case folded."""
+    is_heading: np.ndarray
+    """False for the text before the first heading and for a top heading saying the note's
+    title: a link there is a link to the note."""
     body_notes: dict[str, set[str]]
     """Each body hash's notes (what ``boiler`` counts)."""
     through: float = 0.0
@@ -109,6 +114,8 @@ class _Columns:
     ends: list[int] = field(default_factory=list)
     length: list[int] = field(default_factory=list)
     hashes: list[tuple[str, ...]] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    heading: list[bool] = field(default_factory=list)
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
 
 
@@ -120,9 +127,12 @@ def _columns(rows: Sequence[tuple[Any, ...]]) -> _Columns:
     blobs: list[bytes | None] = []
     hashes: list[list[str]] = []
     last: tuple[str, int] | None = None
-    for cid, path, section, title, crumb, start, end, body_hash, n_chars, blob in rows:
+    for cid, path, section, title, crumb, start, end, body_hash, n_chars, blob, note in rows:
         if (path, section) != last:
             last = (path, section)
+            cols.keys.append(f"{title}  {note}".casefold())
+            cols.heading.append(" > " in crumb or title.strip().casefold() != (
+                note or "").strip().casefold())
             cols.paths.append(path)
             cols.numbers.append(section)
             cols.titles.append(title)
@@ -163,7 +173,8 @@ def _table(cols: _Columns, boiler: Sequence[int], body_notes: dict[str, set[str]
         cols.paths, np.asarray(cols.numbers, dtype=np.int64), cols.titles, cols.crumbs,
         cols.first, np.asarray(cols.starts, dtype=np.int64),
         np.asarray(cols.ends, dtype=np.int64), np.asarray(cols.length, dtype=np.int64),
-        np.asarray(boiler, dtype=np.int64), cols.vectors, cols.hashes, body_notes, through,
+        np.asarray(boiler, dtype=np.int64), cols.vectors, cols.hashes, cols.keys,
+        np.asarray(cols.heading, dtype=bool), body_notes, through,
     )
 
 
@@ -224,7 +235,8 @@ def refresh_sections(old: SectionTable, rows: Sequence[tuple[Any, ...]],
         kept(old.titles) + new.titles, kept(old.breadcrumbs) + new.crumbs,
         kept(old.first_chunk) + new.first, kept(old.start_lines.tolist()) + new.starts,
         kept(old.end_lines.tolist()) + new.ends, kept(old.length.tolist()) + new.length,
-        hashes, np.concatenate(parts).astype(np.float32, copy=False),
+        hashes, kept(old.keys) + new.keys, kept(old.is_heading.tolist()) + new.heading,
+        np.concatenate(parts).astype(np.float32, copy=False),
     )
     return _table(merged, boiler, body_notes, through)
 
