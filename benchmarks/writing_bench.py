@@ -7,8 +7,9 @@ a note per page, a heading per example, ``See also`` as wikilinks), indexed once
 model into ``DIR/c<size>/cache`` and reused by later runs. Then, through the server (the model
 loaded, the index ready):
 
-* ``completion_new_paragraph``: ``[[`` typed after a paragraph the server has not seen (one
-  embedding per request: the cost of the first completion in a paragraph);
+* ``completion_new_paragraph``: ``[[`` typed (``didChange``) in an open note after a paragraph
+  the server has not embedded yet (one embedding per request: the first completion in a
+  paragraph);
 * ``completion_typing_on``: the next requests of the same link, one more character typed each
   (the paragraph's vector is reused: what typing after ``[[`` costs);
 * ``completion_after_save``: the first completion after a note was saved and indexed (the index
@@ -97,9 +98,14 @@ async def completion_latencies(client: Client, vault: Path, rounds: int,
     names = sorted(p.stem for p in vault.rglob("*.md"))
     for i, para in enumerate(first_paragraphs(vault, rounds, rng)):
         uri = (vault / "drafts" / f"bench-{i}.md").as_uri()
-        text = f"# Draft {i}\n\n{para} [["
+        # The note is open (its diagnostics done), then "[[" is typed: the editor's flow.
         client.notify("textDocument/didOpen", {"textDocument": {
-            "uri": uri, "languageId": "markdown", "version": 1, "text": text}})
+            "uri": uri, "languageId": "markdown", "version": 1,
+            "text": f"# Draft {i}\n\n{para} "}})
+        await published(client, uri, 1)
+        client.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": 2},
+            "contentChanges": [{"text": f"# Draft {i}\n\n{para} [["}]})
         pos = {"line": 2, "character": len(para) + 3}
         t = time.perf_counter()
         result = await client.request("textDocument/completion", {
@@ -110,7 +116,7 @@ async def completion_latencies(client: Client, vault: Path, rounds: int,
         for k in range(1, len(typed) + 1):
             line = f"{para} [[{typed[:k]}"
             client.notify("textDocument/didChange", {
-                "textDocument": {"uri": uri, "version": k + 1},
+                "textDocument": {"uri": uri, "version": k + 2},
                 "contentChanges": [{"text": f"# Draft {i}\n\n{line}"}]})
             t = time.perf_counter()
             await client.request("textDocument/completion", {
