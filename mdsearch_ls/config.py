@@ -25,6 +25,8 @@ from typing import Any, Literal
 MODES = ("hybrid", "semantic", "keyword")
 FUSIONS = ("convex", "rrf")
 BACKENDS = ("onnx", "onnx-int8", "torch")
+LINK_STYLES = ("wikilink", "markdown")
+RELATED_DISPLAYS = ("codeLens", "inlayHint", "off")
 
 Applies = Literal["index", "search", "server"]
 """What a change affects: ``index`` reopens (and may rebuild) the index, ``search`` applies to the
@@ -179,6 +181,51 @@ class Settings:
         0.35, _float(-1.0, 1.0), "Lowest cosine similarity worth showing in a hover; below it "
         "the hover stays empty.",
         client="hover.minScore", applies="search")
+    links_style: str = setting(
+        "wikilink", _choice(LINK_STYLES), "How inserted links are written: wikilink "
+        "([[Note#Heading]], Obsidian) or markdown ([Heading](relative/path.md#heading), GitHub "
+        "and VS Code).",
+        client="links.style", applies="search", scope="resource")
+    completion_enabled: bool = setting(
+        True, _bool, "Complete links after [[ (and after ]( ): notes and headings ranked by "
+        "their name and by how close they are in meaning to the paragraph being written.",
+        client="completion.enabled", applies="search", scope="resource")
+    related_display: str = setting(
+        "codeLens", _choice(RELATED_DISPLAYS), "Show above each heading how many sections of "
+        "other notes are related to it and how many of those notes are linked: codeLens, "
+        "inlayHint or off.",
+        client="related.display", applies="search", scope="resource")
+    related_min_score: float = setting(
+        0.5, _float(-1.0, 1.0), "Lowest similarity a section of another note needs to count as "
+        "related in that count.",
+        client="related.minScore", applies="search", scope="resource")
+    related_max_results: int = setting(
+        10, _int(1, 50), "Most related sections counted per heading (and listed when the count "
+        "is clicked).",
+        client="related.maxResults", applies="search", scope="resource")
+    suggest_enabled: bool = setting(
+        True, _bool, "Offer a code action that links a section to the closest section of "
+        "another note when the two notes are not linked yet.",
+        client="suggest.enabled", applies="search", scope="resource")
+    suggest_min_score: float = setting(
+        0.6, _float(-1.0, 1.0), "Lowest similarity for that link to be suggested.",
+        client="suggest.minScore", applies="search", scope="resource")
+    mentions_enabled: bool = setting(
+        True, _bool, "Mark another note's title or alias written as plain text (a hint with a "
+        "quick fix that links it, and a source action that links every such mention).",
+        client="mentions.enabled", applies="search", scope="resource")
+    duplicates_enabled: bool = setting(
+        True, _bool, "Mark a section almost identical to a section of another note (template "
+        "text shared by three or more notes aside).",
+        client="duplicates.enabled", applies="search", scope="resource")
+    duplicates_min_score: float = setting(
+        0.95, _float(0.0, 1.0), "How much of their words two sections must share, in order, "
+        "to be near-duplicates (1: word for word); sections close in meaning are compared.",
+        client="duplicates.minScore", applies="search", scope="resource")
+    definition_enabled: bool = setting(
+        True, _bool, "Go to definition on a [[wikilink]] or a markdown link to a note opens "
+        "the note at its heading.",
+        client="definition.enabled", applies="search", scope="resource")
     document_symbols: bool = setting(
         True, _bool, "Serve the heading outline (documentSymbol); editors with their own outline "
         "turn it off.",
@@ -334,7 +381,9 @@ __all__ = [
     "CLIENT_ONLY",
     "FUSIONS",
     "INDEX_FIELDS",
+    "LINK_STYLES",
     "MODES",
+    "RELATED_DISPLAYS",
     "SEARCH_FIELDS",
     "SettingError",
     "SettingInfo",

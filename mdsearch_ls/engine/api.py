@@ -10,6 +10,9 @@ Obsidian bridge) is a small file over these names:
   with :class:`SearchResult` (hits, notes, :class:`IndexState`) / :class:`Related`;
 * find the notes a command means: :func:`find_index_root` (walk up to the nearest indexed
   folder), :func:`has_index`, :func:`count_notes` (ask before indexing a huge folder);
+* help while writing: ``Workspace.writing`` / ``IndexedFolder.writing``, a
+  :class:`WritingAids` (link completion, where a link goes, related sections and whether they are
+  linked, a link to suggest, unlinked mentions, near-duplicates);
 * show a hit: :func:`snippet` / :func:`wrap` render a section's markdown (``chunk_texts``) as
   plain text cut between words, with the query's words (:func:`query_terms`) marked;
 * make the model: :func:`create_embedder` (one per process; folders share it);
@@ -26,6 +29,16 @@ from typing import TYPE_CHECKING, Any
 # for what it touches, so `mdsearch search` on an up-to-date index never imports the
 # indexer, the chunker or Chroma, and `--help` imports none of them.
 _WHERE: dict[str, str] = {
+    "Duplicate": "mdsearch_ls.engine.hygiene",
+    "DuplicateOf": "mdsearch_ls.engine.hygiene",
+    "Mention": "mdsearch_ls.engine.hygiene",
+    "LINK_STYLES": "mdsearch_ls.engine.writing",
+    "LinkCandidate": "mdsearch_ls.engine.writing",
+    "LinkCompletion": "mdsearch_ls.engine.writing",
+    "LinkedRelated": "mdsearch_ls.engine.writing",
+    "LinkSuggestion": "mdsearch_ls.engine.writing",
+    "LinkTarget": "mdsearch_ls.engine.writing",
+    "WritingAids": "mdsearch_ls.engine.writing",
     "Embedder": "mdsearch_ls.engine.embedding",
     "Heading": "mdsearch_ls.engine.chunking",
     "Hit": "mdsearch_ls.engine.search",
@@ -89,6 +102,7 @@ if TYPE_CHECKING:
         IndexedFolder,
         load_in_background,
     )
+    from mdsearch_ls.engine.hygiene import Duplicate, DuplicateOf, Mention
     from mdsearch_ls.engine.indexer import IndexReport
     from mdsearch_ls.engine.query import QueryError
     from mdsearch_ls.engine.render import (
@@ -113,6 +127,15 @@ if TYPE_CHECKING:
         find_index_root,
         has_index,
     )
+    from mdsearch_ls.engine.writing import (
+        LINK_STYLES,
+        LinkCandidate,
+        LinkCompletion,
+        LinkedRelated,
+        LinkSuggestion,
+        LinkTarget,
+        WritingAids,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -132,6 +155,7 @@ def is_markdown(path: str) -> bool:
 
 
 __all__ = [
+    "LINK_STYLES",
     "MARKDOWN_SUFFIXES",
     "MAX_LIMIT",
     "STATE_ERROR",
@@ -139,6 +163,8 @@ __all__ = [
     "STATE_LOADING",
     "STATE_READY",
     "STATE_STARTING",
+    "Duplicate",
+    "DuplicateOf",
     "Embedder",
     "Heading",
     "Hit",
@@ -148,7 +174,13 @@ __all__ = [
     "IndexReport",
     "IndexState",
     "IndexedFolder",
+    "LinkCandidate",
+    "LinkCompletion",
+    "LinkSuggestion",
+    "LinkTarget",
+    "LinkedRelated",
     "MdsearchError",
+    "Mention",
     "ModelLoadError",
     "NotIndexedError",
     "OpenMode",
@@ -160,6 +192,7 @@ __all__ = [
     "SearchResult",
     "Snippet",
     "Workspace",
+    "WritingAids",
     "count_notes",
     "create_embedder",
     "default_index_dir",

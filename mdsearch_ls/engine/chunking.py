@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from mdsearch_ls.engine import links as link_syntax
 from mdsearch_ls.engine import obsidian, splitting
 from mdsearch_ls.engine.outline import (
     Doc,
@@ -88,6 +89,9 @@ class ParsedNote:
     sections: tuple[Section, ...]
     chunks: tuple[Chunk, ...]
     warnings: tuple[str, ...]
+    links: tuple[link_syntax.Link, ...] = ()
+    """Every link to a note (wikilinks, embeds, markdown links to ``.md`` files) outside code,
+    comments and front matter, with its place: the index keeps them as the link graph."""
 
 
 def _check_settings(chunk_size: int, chunk_overlap: int) -> None:
@@ -221,7 +225,12 @@ def parse_note(
                 )
             )
 
-    return ParsedNote(meta, headings(doc, raw), tuple(sections), tuple(chunks), tuple(warnings))
+    found = (
+        tuple(link for link, _, _ in link_syntax.read_links(doc).links)
+        if "[[" in dtext or "](" in dtext else ()
+    )
+    return ParsedNote(meta, headings(doc, raw), tuple(sections), tuple(chunks), tuple(warnings),
+                      found)
 
 
 def section_at_line(note: ParsedNote, line: int) -> Section | None:

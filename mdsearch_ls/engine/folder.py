@@ -33,6 +33,7 @@ from mdsearch_ls.engine.errors import IndexLockedError, NotIndexedError, Request
 from mdsearch_ls.engine.indexer import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.workspace import IndexState, Related, SearchResult, Workspace
+from mdsearch_ls.engine.writing import WritingAids
 
 log = logging.getLogger(__name__)
 
@@ -323,6 +324,12 @@ class IndexedFolder:
         if ws is None:
             return Related(None, [])
         return ws.related(request)
+
+    @property
+    def writing(self) -> WritingAids | None:
+        """The index's writing aids (link completion, mentions, ...); None until it is open."""
+        ws = self.ws
+        return ws.writing if ws is not None else None
 
     def note_path(self, path: str | Path) -> str | None:
         """Root-relative path of a note (absolute or relative), None outside the folder."""

@@ -575,7 +575,8 @@ class Indexer:
         self.store.delete(stale)
         # 3. The manifest and keyword rows, together.
         self.manifest.apply(
-            [FileUpdate(self._file_record(p), tuple(p.records), tuple(p.keyword_rows))
+            [FileUpdate(self._file_record(p), tuple(p.records), tuple(p.keyword_rows),
+                        tuple((k.kind, k.target, k.anchor, k.line) for k in p.note.links))
              for p in group]
         )
         report.files_indexed += len(group)

@@ -28,6 +28,9 @@ import numpy as np
 from mdsearch_ls.engine.records import ChunkRecord, FileRecord, FileUpdate
 
 SCHEMA_VERSION = 1
+# The links table came after schema 1: an older index's notes are marked to be read again (size
+# -1, no hash), so the next scan rewrites their rows with links, vectors from the cache.
+LINKS_VERSION = "1"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -65,6 +68,11 @@ CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_body ON chunks(body_hash);
 CREATE INDEX IF NOT EXISTS chunks_embed ON chunks(embed_hash);
 CREATE TABLE IF NOT EXISTS vectors (embed_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS links (
+    path TEXT NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL, anchor TEXT NOT NULL,
+    line INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS links_path ON links(path);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     title, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
@@ -163,6 +171,7 @@ class Manifest:
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
                 )
+                _put_meta(conn, "links", LINKS_VERSION)
             self.created = True
             return
         missing = sorted(_REQUIRED_TABLES - tables)
@@ -177,6 +186,10 @@ class Manifest:
         if not self.read_only:
             with conn:
                 conn.executescript(_SCHEMA)  # tables added since the file was made
+            if self.get_meta("links") != LINKS_VERSION:
+                with conn:
+                    conn.execute("UPDATE files SET size = -1, content_hash = ''")
+                    _put_meta(conn, "links", LINKS_VERSION)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -286,6 +299,16 @@ class Manifest:
     def get_chunks(self, ids: Iterable[str]) -> dict[str, ChunkRecord]:
         sql = f"SELECT {self._CHUNK_COLS} FROM chunks WHERE id IN ({{marks}})"
         return {row[0]: _chunk_record(row) for row in self._rows_in(sql, ids)}
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read-only query of another engine module's own (the writing aids' tables),
+        on this thread's connection; a table an older index lacks reads as no rows."""
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
 
     def vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         sql = "SELECT embed_hash, vector FROM vectors WHERE embed_hash IN ({marks})"
@@ -445,6 +468,10 @@ class Manifest:
                     "INSERT OR IGNORE INTO file_tags (path, tag) VALUES (?, ?)",
                     [(f.path, t) for t in f.tags],
                 )
+                conn.executemany(
+                    "INSERT INTO links (path, kind, target, anchor, line) VALUES (?, ?, ?, ?, ?)",
+                    [(f.path, *link) for link in u.links],
+                )
                 for chunk, (kw_title, kw_body) in zip(u.chunks, u.keyword_rows, strict=True):
                     cur = conn.execute(
                         f"INSERT INTO chunks ({self._CHUNK_COLS}) "
@@ -477,6 +504,7 @@ class Manifest:
             conn.execute("DELETE FROM chunks_fts")
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM file_tags")
+            conn.execute("DELETE FROM links")
             conn.execute("DELETE FROM files")
             conn.execute("DELETE FROM skipped")
             self._bump(conn)
@@ -530,6 +558,7 @@ class Manifest:
         )
         conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
         conn.execute("DELETE FROM file_tags WHERE path = ?", (path,))
+        conn.execute("DELETE FROM links WHERE path = ?", (path,))
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
     @staticmethod

@@ -37,6 +37,14 @@ _CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)\1(?!`)",
 _BLANK_RUN_RE = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
 
 
+def code_spans(text: str, a: int = 0, b: int | None = None) -> list[tuple[int, int]]:
+    """Offset ranges of backtick code spans in ``text[a:b]`` (bounded by the paragraph, as
+    everywhere here): where ``[[``, ``%%`` or a note's name is code, not a link or a mention."""
+    if "`" not in text[a:b]:
+        return []
+    return [m.span() for m in _CODE_SPAN_RE.finditer(text, a, len(text) if b is None else b)]
+
+
 def in_ranges(pos: int, ranges: list[tuple[int, int]], keys: list[int]) -> bool:
     """Whether ``pos`` falls in one of the sorted, disjoint ``ranges`` (``keys``: their starts)."""
     i = bisect.bisect_right(keys, pos) - 1

@@ -75,3 +75,5 @@ class FileUpdate:
     file: FileRecord
     chunks: tuple[ChunkRecord, ...]
     keyword_rows: tuple[tuple[str, str], ...]  # (title column, body column) per chunk
+    links: tuple[tuple[str, str, str, int], ...] = ()
+    """The note's links as written: (kind, target, anchor, line); see ``engine/links.py``."""

@@ -425,15 +425,18 @@ class Searcher:
                      if table.paths[table.row_of[hit[0]]] != exclude_path][:pool]
         else:
             assert self.store is not None  # no table only when Chroma is there to ask
-            where = {"path": {"$ne": exclude_path}} if exclude_path else None
-            found = self.store.query(vector, pool, where=where)
+            # Unfiltered, over-fetching by the note's own chunks (dropped below): Chroma's
+            # `where path $ne` cost 41 ms a query at 10k chunks, an unfiltered one 7 ms.
+            record = self.manifest.file(exclude_path) if exclude_path else None
+            found = self.store.query(vector, pool + (len(record.chunk_ids) if record else 0))
         if not found:
             return []
         records = self.manifest.get_chunks([cid for cid, _ in found])
+        found = [(cid, sim) for cid, sim in found
+                 if cid in records and records[cid].path != exclude_path][:pool]
         cands = [
             Candidate(chunk=records[cid], semantic_rank=i, cosine=sim)
             for i, (cid, sim) in enumerate(found, start=1)
-            if cid in records and records[cid].path != exclude_path
         ]
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
         for c in cands:

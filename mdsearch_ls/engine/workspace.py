@@ -44,10 +44,12 @@ from mdsearch_ls.engine.manifest import (
     ManifestEmptyError,
     is_damage,
 )
+from mdsearch_ls.engine.records import ChunkRecord
 from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search import Hit, Searcher
 from mdsearch_ls.engine.store import ChromaStore, StoreError, short_error
 from mdsearch_ls.engine.vectors import mean_vector
+from mdsearch_ls.engine.writing import WritingAids
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +263,8 @@ class Workspace:
     consistent (one writer, the manifest as the truth, repair on open) live in one place.
     """
 
+    writing: WritingAids
+    """Help while writing (link completion, related-not-linked, mentions, duplicates)."""
     # None when opened read-only: another process is (or may become) the writer.
     store: ChromaStore | None
     indexer: Indexer | None
@@ -346,6 +350,7 @@ class Workspace:
             self.searcher = Searcher(
                 self.manifest, self.store, embedder, per_file=settings.per_file
             )
+            self.writing = WritingAids(self)
         except BaseException:
             self._close_stores()
             self._lock.release()
@@ -485,6 +490,7 @@ class Workspace:
         self.searcher = Searcher(
             self.manifest, None, self.embedder, per_file=self.settings.per_file
         )
+        self.writing = WritingAids(self)
 
     def _damage_error(self, exc: sqlite3.DatabaseError) -> IndexOpenError:
         """What a reader says about a manifest it cannot read: the writer heals, not a reader."""
@@ -761,6 +767,10 @@ class Workspace:
         render their own snippet (see :mod:`mdsearch_ls.engine.render`); unknown ids are left
         out. Any thread; works read-only."""
         return {cid: rec.text for cid, rec in self.manifest.get_chunks(list(chunk_ids)).items()}
+
+    def chunks_of(self, rel: str) -> list[ChunkRecord]:
+        """The indexed chunks of one note (root-relative path), in reading order."""
+        return self.manifest.chunks_for(rel)
 
     def is_indexed(self, rel: str) -> bool:
         """Whether the index holds this note (root-relative path)."""

@@ -15,6 +15,8 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import PositionCodec
+from pygls.workspace.position_codec import ServerTextPosition
 
 from mdsearch_ls.engine.api import Hit
 
@@ -48,6 +50,37 @@ def hit_json(root: Path, hit: Hit) -> dict[str, Any]:
     return out
 
 
+class Lines:
+    """A buffer's lines and the client's position encoding, to convert LSP positions (UTF-16
+    code units by default) to the engine's code-point columns and back: a note with an emoji or
+    a CJK character before the cursor must not move a link by one."""
+
+    def __init__(self, text: str, codec: PositionCodec | None = None) -> None:
+        self.text = text
+        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self.codec = codec or PositionCodec()
+
+    def point(self, position: types.Position) -> tuple[int, int]:
+        """(line, column in code points) of a client position."""
+        copy = types.Position(line=position.line, character=position.character)
+        p = self.codec.position_from_client_units(self.lines, copy)
+        return p.line, p.character
+
+    def position(self, line: int, column: int) -> types.Position:
+        if line >= len(self.lines):
+            return types.Position(line=line, character=0)
+        return self.codec.position_to_client_units(self.lines, ServerTextPosition(line, column))
+
+    def range(self, line: int, column: int, end_line: int, end_column: int) -> types.Range:
+        return types.Range(start=self.position(line, column),
+                           end=self.position(end_line, end_column))
+
+    def line_range(self, line: int) -> types.Range:
+        """A whole line, up to its end."""
+        end = len(self.lines[line]) if 0 <= line < len(self.lines) else 0
+        return self.range(line, 0, line, end)
+
+
 # Every character that can start markdown structure or HTML in a CommonMark renderer.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~\"'&:=$^])")
 
@@ -79,6 +112,7 @@ def related_markdown(root: Path, hits: list[Hit]) -> str:
 
 
 __all__ = [
+    "Lines",
     "escape_markdown",
     "hit_json",
     "hit_range",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
@@ -66,6 +67,9 @@ class FolderManager:
         self._on_message = on_message or (lambda text, level: None)
         self.pool: Executor = pool or ThreadPoolExecutor(4, thread_name_prefix="mdsearch-read")
         self._background: set[asyncio.Future[Any]] = set()
+        self.ready_hooks: list[Callable[[IndexedFolder], None]] = []
+        """Called on the loop when a folder's index has been brought up to date (features that
+        need the whole index, like diagnostics, refresh the open documents then)."""
 
     # ---- settings ---------------------------------------------------------------------------
 
@@ -204,6 +208,11 @@ class FolderManager:
                 report.summary() if report is not None
                 else "read-only, another mdsearch process indexes it"))
         self._on_status()
+        for hook in self.ready_hooks:
+            try:
+                hook(folder)
+            except Exception:
+                log.exception("ready hook failed for %s", folder.name)
         return report
 
     def start_soon(self, folder: IndexedFolder, **kwargs: Any) -> asyncio.Future[Any]:
@@ -269,6 +278,11 @@ class FolderManager:
         self._on_status()
         return True
 
+    async def settled(self, folder: IndexedFolder) -> None:
+        """Wait until the changes queued to a folder so far are written (its writer runs jobs in
+        order, so a no-op job finishes after them)."""
+        await asyncio.wrap_future(folder.submit(lambda: None))
+
     # ---- reads ------------------------------------------------------------------------------
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -305,7 +319,8 @@ class FolderManager:
             state = STATE_ERROR
         else:
             state = STATE_READY
-        return {"state": state, "model": self.embedder.name, "folders": folders}
+        return {"state": state, "model": self.embedder.name, "pid": os.getpid(),
+                "folders": folders}
 
 
 def _section(options: Any) -> Any:

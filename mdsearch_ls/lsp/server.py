@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -65,16 +66,47 @@ class MdSearchServer(LanguageServer):
         self.initialize_hooks: list[Callable[[MdSearchServer], None]] = []
         """Run at ``initialize``, once settings are known (features register what they serve
         only when the client wants it, e.g. the outline)."""
+        self.document_hooks: list[Callable[[MdSearchServer, str, str], None]] = []
+        """Called on the loop with ``(server, event, uri)`` for each ``open``, ``change``,
+        ``save`` and ``close`` of a document: the sync feature owns those notifications, and a
+        feature that follows the buffer (diagnostics) subscribes here instead of importing it."""
 
     # ---- documents --------------------------------------------------------------------------
 
     def document_text(self, uri: str) -> str | None:
         """The editor's buffer of a document it has open (unsaved edits included), else None."""
+        doc = self.open_document(uri)
+        return doc.source if doc is not None else None
+
+    def open_document(self, uri: str) -> Any:
+        """The editor's open document (pygls keeps them under the percent-decoded URI, so a
+        note named "Garden journal.md" is found however the client encoded its space)."""
         try:
-            doc = self.workspace.text_documents.get(uri)
+            return self.workspace.text_documents.get(unquote(uri))
         except Exception:  # no workspace before initialize
             return None
-        return doc.source if doc is not None else None
+
+    def open_uris(self) -> list[str]:
+        """The URIs of the open documents, as the client sent them."""
+        try:
+            return [doc.uri for doc in self.workspace.text_documents.values()]
+        except Exception:
+            return []
+
+    def document_event(self, event: str, uri: str) -> None:
+        for hook in self.document_hooks:
+            try:
+                hook(self, event, uri)
+            except Exception:  # one feature's failure must not stop the others
+                log.exception("document %s hook failed for %s", event, uri)
+
+    def codec(self) -> Any:
+        """The position encoding agreed at initialize (UTF-16 unless the client offered
+        another)."""
+        try:
+            return self.workspace.position_codec
+        except Exception:  # no workspace before initialize
+            return None
 
     # ---- messages from any thread -----------------------------------------------------------
 
@@ -172,10 +204,22 @@ class _ClientLogHandler(logging.Handler):
 
 def create_server() -> MdSearchServer:
     """A server with every feature registered (tests create one per process through stdio)."""
-    from mdsearch_ls.lsp.features import commands, hover, lifecycle, symbols, sync
+    from mdsearch_ls.lsp.features import (
+        actions,
+        commands,
+        completion,
+        definition,
+        diagnostics,
+        hover,
+        lenses,
+        lifecycle,
+        symbols,
+        sync,
+    )
 
     server = MdSearchServer()
-    for feature in (lifecycle, sync, symbols, hover, commands):
+    for feature in (lifecycle, sync, symbols, hover, commands, completion, definition, lenses,
+                    actions, diagnostics):
         feature.register(server)
     handler = _ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))

@@ -15,7 +15,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 SCRIPT = Path(__file__).with_name("nvim_lsp.lua")
+WRITING_SCRIPT = Path(__file__).with_name("nvim_writing.lua")
 VAULT = REPO / "tests" / "fixtures" / "lsp-vault"
+WRITING_VAULT = REPO / "tests" / "fixtures" / "writing-vault"
 
 pytestmark = [
     pytest.mark.slow,
@@ -58,3 +60,39 @@ def test_neovim_symbol_and_hover(tmp_path: Path) -> None:
     links = re.findall(r"\]\(([^)#\s]+)", value)
     assert links and all(link != data["note_uri"] for link in links), value
     assert any(link.endswith("/flour.md") for link in links), value
+
+
+def test_neovim_link_completion_and_code_action(tmp_path: Path) -> None:
+    """Writing help through Neovim's own client: "[[" after a paraphrase offers the note it
+    describes, and the "Link to" action, applied by Neovim, appends the link."""
+    vault = tmp_path / "vault"
+    shutil.copytree(WRITING_VAULT, vault)
+    out = tmp_path / "out.json"
+    journal = (vault / "journal/Garden journal.md").read_text().splitlines()
+    env = {
+        **os.environ,
+        "MDSEARCH_CACHE_DIR": str(tmp_path / "cache"),
+        "MDSEARCH_PYTHON": PYTHON,
+        "MDSEARCH_VAULT": str(vault),
+        "MDSEARCH_OUT": str(out),
+        "MDSEARCH_PARAGRAPH": "It is February and the rose bushes need cutting back before "
+                              "they leaf out; I want to trim them just above the outward buds.",
+        "MDSEARCH_NOTE": "journal/Garden journal.md",
+        "MDSEARCH_LINE": str(journal.index("## April") + 2),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    proc = subprocess.run(
+        ["nvim", "--headless", "--clean", "-c", f"luafile {WRITING_SCRIPT}"],
+        env=env, cwd=vault, capture_output=True, text=True, timeout=240,
+    )
+    assert out.exists(), (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    data = json.loads(out.read_text())
+    assert proc.returncode == 0 and "error" not in data, data
+    first = data["completion"][0]["insert"]
+    assert first.startswith("[[Pruning roses"), data["completion"]
+    assert data["draft_line"].endswith(first), data["draft_line"]
+    assert "Link to Worm bins#Feeding the worms" in " ".join(data["actions"]), data["actions"]
+    assert "See also: [[Worm bins#Feeding the worms]]" in data["note_lines"], data["note_lines"]
+    # Neovim edited its buffer only: the note on disk is untouched until the user saves
+    assert "See also" not in (vault / "journal/Garden journal.md").read_text()

@@ -36,8 +36,11 @@ STOPPED = re.compile(r"interrupted: (\d+) of (\d+) notes are in the index")
 
 def _vault(root: Path, sections: int = SECTIONS) -> Path:
     topics = ["sourdough", "kilns", "ferns", "tides", "orchards", "lanterns", "glaciers"]
-    words = ("measured observed changed slowly after rain before dawn with care the water "
-             "level rose while the light faded and a note was kept of each step taken").split()
+    words = (
+        "measured", "observed", "changed", "slowly", "after", "rain", "before", "dawn", "with",
+        "care", "the", "water", "level", "rose", "while", "the", "light", "faded", "and", "a",
+        "note", "was", "kept", "of", "each", "step", "taken",
+    )
     for i in range(NOTES):
         topic = topics[i % len(topics)]
         path = root / f"{topic}-{i:02d}.md"
@@ -110,7 +113,7 @@ def _command(vault: Path, cache: Path) -> str:
     return f"env {env} {shlex.quote(sys.executable)} -m mdsearch_ls index {shlex.quote(str(vault))}"
 
 
-def _mid_run(term: "Terminal") -> Callable[[list[str]], bool]:
+def _mid_run(term: Terminal) -> Callable[[list[str]], bool]:
     """Some notes committed, not all, and the chunk count seen moving: a stop now lands mid-run
     (the run lasts many batches of about a second each, see SECTIONS)."""
     def ok(_lines: list[str]) -> bool:

@@ -14,7 +14,7 @@ import {
   State,
 } from 'vscode-languageclient/node';
 import { debounce, type Debounced } from './debounce';
-import { parseStatus, StatusNotification } from './protocol';
+import { parseStatus, StatusNotification, toRelatedPick } from './protocol';
 import {
   checkImportable,
   importErrorMessage,
@@ -179,6 +179,21 @@ export class ServerManager implements vscode.Disposable {
       traceOutputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       middleware: {
+        // The server's lenses and hints name its `mdsearch.related` command, which only returns
+        // the list; in VS Code they open the related QuickPick instead.
+        resolveCodeLens: async (lens, token, next) => {
+          const resolved = await next(lens, token);
+          if (resolved?.command) resolved.command = toRelatedPick(resolved.command);
+          return resolved;
+        },
+        provideInlayHints: async (document, range, token, next) => {
+          const hints = await next(document, range, token);
+          for (const hint of hints ?? []) {
+            if (typeof hint.label === 'string') continue;
+            for (const part of hint.label) if (part.command) part.command = toRelatedPick(part.command);
+          }
+          return hints;
+        },
         workspace: {
           // The server pulls section "mdsearch"; answer with the same normalised object as
           // initializationOptions instead of the raw settings (which hold "" for unset values).

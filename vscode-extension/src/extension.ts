@@ -1,7 +1,7 @@
 // Entry point: wires the output channel, status bar, language client and commands together.
 import * as vscode from 'vscode';
 import { readServerInfo, ServerManager } from './client';
-import { parseStatus, ServerCommands, type StatusParams } from './protocol';
+import { parseRelatedArgs, parseStatus, ServerCommands, SHOW_RELATED, type StatusParams } from './protocol';
 import { searchNotes, showRelated } from './search';
 import { needsRestart, serverSchema } from './settings';
 import { describeFolder, FirstIndexNotice, StatusBar } from './status';
@@ -38,7 +38,8 @@ export function activate(context: vscode.ExtensionContext): void {
       else notice.update(undefined);
     }),
     vscode.commands.registerCommand('mdsearch.searchNotes', () => searchNotes(server)),
-    vscode.commands.registerCommand('mdsearch.showRelated', () => showRelated(server)),
+    // From the palette: the section under the cursor; from a lens or an inlay hint: its section.
+    vscode.commands.registerCommand(SHOW_RELATED, (args?: unknown) => showRelated(server, parseRelatedArgs(args))),
     vscode.commands.registerCommand('mdsearch.reindexWorkspace', async () => {
       try {
         await server.execute(ServerCommands.reindex, [{}]);
@@ -91,7 +92,8 @@ async function showStatus(server: ServerManager, output: vscode.LogOutputChannel
   }
   type Row = vscode.QuickPickItem & { indexDir?: string };
   const rows: Row[] = status.folders.map((f) => ({ ...describeFolder(f), indexDir: f.index_dir }));
-  rows.push({ label: '$(output) Show logs', description: `python: ${server.pythonPath ?? 'unknown'}` });
+  const pid = status.pid !== undefined ? ` · server pid ${status.pid}` : '';
+  rows.push({ label: '$(output) Show logs', description: `python: ${server.pythonPath ?? 'unknown'}${pid}` });
   const choice = await vscode.window.showQuickPick(rows, {
     title: `Markdown Search: ${status.state}`,
     placeHolder: 'Select a folder to copy its index location',

@@ -54,6 +54,8 @@ export interface StatusParams {
   state: IndexState;
   percentage?: number;
   message?: string;
+  /** The server's process id: the same one across a settings change (settings apply live). */
+  pid?: number;
   folders: FolderStatus[];
 }
 
@@ -74,6 +76,37 @@ export interface RelatedArgs {
   uri: string;
   line: number;
   limit?: number;
+  /** Leave out sections less similar than this (the lens's threshold, so its list has as many
+   * rows as its count said). */
+  minScore?: number;
+}
+
+/** The UI command the "3 related · 1 linked" lenses and inlay hints open instead of the server's
+ * `mdsearch.related` (which only returns the list). */
+export const SHOW_RELATED = 'mdsearch.showRelated';
+
+/** Narrows the arguments a lens's command carries ({uri, line, limit?, minScore?}). */
+export function parseRelatedArgs(value: unknown): RelatedArgs | undefined {
+  const arg: unknown = Array.isArray(value) ? value[0] : value;
+  if (!isRecord(arg) || typeof arg.uri !== 'string' || typeof arg.line !== 'number') return undefined;
+  const out: RelatedArgs = { uri: arg.uri, line: arg.line };
+  if (typeof arg.limit === 'number') out.limit = arg.limit;
+  if (typeof arg.minScore === 'number') out.minScore = arg.minScore;
+  return out;
+}
+
+/** A command from the server, as VS Code holds it. */
+export interface CommandLike {
+  title: string;
+  command: string;
+  arguments?: unknown[];
+}
+
+/** The server's `mdsearch.related` command on a lens or hint becomes the related QuickPick;
+ * any other command is left as it is. */
+export function toRelatedPick<T extends CommandLike>(command: T): T {
+  if (command.command !== ServerCommands.related) return command;
+  return { ...command, command: SHOW_RELATED };
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
@@ -110,6 +143,7 @@ export function parseStatus(value: unknown): StatusParams | undefined {
     out.percentage = value.percentage;
   }
   if (typeof value.message === 'string') out.message = value.message;
+  if (typeof value.pid === 'number' && Number.isInteger(value.pid)) out.pid = value.pid;
   return out;
 }
 

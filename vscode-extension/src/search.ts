@@ -188,14 +188,19 @@ export function searchNotes(backend: SearchBackend): Promise<void> {
   });
 }
 
-/** "Markdown Search: Related Sections" for the section under the cursor. */
-export async function showRelated(backend: SearchBackend): Promise<void> {
+/** "Markdown Search: Related Sections" for the section under the cursor, or for the section a
+ * "3 related · 1 linked" lens or hint names (`given`: its uri, line, limit and threshold). */
+export async function showRelated(backend: SearchBackend, given?: RelatedArgs): Promise<void> {
   const editor = vscode.window.activeTextEditor;
-  if (!editor || editor.document.languageId !== 'markdown' || editor.document.uri.scheme !== 'file') {
+  let args: RelatedArgs;
+  if (given) {
+    args = given;
+  } else if (!editor || editor.document.languageId !== 'markdown' || editor.document.uri.scheme !== 'file') {
     void vscode.window.showInformationMessage('mdsearch: open a markdown note to see related sections.');
     return;
+  } else {
+    args = { uri: editor.document.uri.toString(), line: editor.selection.active.line };
   }
-  const args: RelatedArgs = { uri: editor.document.uri.toString(), line: editor.selection.active.line };
   const cts = new vscode.CancellationTokenSource();
   try {
     await showHitPick({

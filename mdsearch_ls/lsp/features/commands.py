@@ -27,7 +27,8 @@ SEARCH, RELATED, REINDEX, STATUS = "mdsearch.search", "mdsearch.related", "mdsea
     "mdsearch.status"
 SEARCH_USAGE = ('{"query": string, "limit"?: number, "root"?: string, "mode"?: string, '
                 '"filters"?: {"path"|"tag"|"type"|"modified"|"phrase": string | string[]}}')
-RELATED_USAGE = '{"uri": string, "line": number (0-based), "limit"?: number}'
+RELATED_USAGE = ('{"uri": string, "line": number (0-based), "limit"?: number, '
+                 '"minScore"?: number}')
 
 
 def _one_object(name: str, args: tuple[Any, ...], usage: str, *, optional: bool = False) -> dict:
@@ -82,7 +83,8 @@ async def related(
     try:
         request = RelatedRequest.build(
             uri, params.get("line"), text=documents(uri),
-            k=params.get("limit", folder_settings.hover_max_results), min_score=-1.0,
+            k=params.get("limit", folder_settings.hover_max_results),
+            min_score=params.get("minScore", -1.0),
         )
     except RequestError as exc:
         raise JsonRpcInvalidParams(f"{RELATED}: {exc}") from None

@@ -105,14 +105,20 @@ def register(server: MdSearchServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def on_open(ls: MdSearchServer, params: types.DidOpenTextDocumentParams) -> None:
         did_open(ls.manager, params.text_document.uri)
+        ls.document_event("open", params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def on_change(ls: MdSearchServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.document_event("change", params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def on_save(ls: MdSearchServer, params: types.DidSaveTextDocumentParams) -> None:
         did_save(ls.manager, params.text_document.uri)
+        ls.document_event("save", params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def on_close(ls: MdSearchServer, params: types.DidCloseTextDocumentParams) -> None:
-        return None
+        ls.document_event("close", params.text_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def on_watched(ls: MdSearchServer, params: types.DidChangeWatchedFilesParams) -> None:

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseHits, ServerCommands } from '../../src/protocol';
+import { parseHits, parseRelatedArgs, parseStatus, ServerCommands, SHOW_RELATED, toRelatedPick } from '../../src/protocol';
 
 describe('parseHits', () => {
   it('keeps well-formed hits and drops the rest', () => {
@@ -31,5 +31,32 @@ describe('command ids', () => {
     const ui = new Set(pkg.contributes.commands.map((c) => c.command));
     for (const id of Object.values(ServerCommands)) assert.equal(ui.has(id), false, id);
     assert.equal(ui.size, 6);
+  });
+});
+
+describe('related lenses', () => {
+  it('open the QuickPick instead of the server command, with the same arguments', () => {
+    const args = [{ uri: 'file:///v/a.md', line: 4, limit: 10, minScore: 0.5 }];
+    const pick = toRelatedPick({ title: '3 related · 1 linked', command: 'mdsearch.related', arguments: args });
+    assert.equal(pick.command, SHOW_RELATED);
+    assert.equal(pick.arguments, args);
+    assert.equal(pick.title, '3 related · 1 linked');
+    const other = { title: 'x', command: 'editor.action.showReferences' };
+    assert.equal(toRelatedPick(other), other);
+  });
+
+  it('accept the lens arguments and refuse anything else', () => {
+    assert.deepEqual(parseRelatedArgs([{ uri: 'file:///v/a.md', line: 4, limit: 10, minScore: 0.5 }]),
+      { uri: 'file:///v/a.md', line: 4, limit: 10, minScore: 0.5 });
+    assert.deepEqual(parseRelatedArgs({ uri: 'file:///v/a.md', line: 0 }), { uri: 'file:///v/a.md', line: 0 });
+    assert.equal(parseRelatedArgs(undefined), undefined);
+    assert.equal(parseRelatedArgs([{ uri: 3, line: 0 }]), undefined);
+  });
+});
+
+describe('parseStatus', () => {
+  it('keeps the server pid', () => {
+    assert.equal(parseStatus({ state: 'ready', folders: [], pid: 4242 })?.pid, 4242);
+    assert.equal(parseStatus({ state: 'ready', folders: [], pid: 'x' })?.pid, undefined);
   });
 });

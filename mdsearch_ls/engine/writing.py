@@ -1,0 +1,321 @@
+"""Help while writing: links by meaning, related sections that are not linked yet, where a link
+goes. Unlinked mentions and near-duplicates are in :mod:`~mdsearch_ls.engine.hygiene`.
+
+Every answer reuses what the index holds (a vector per section, the outline of every note, the
+link graph; see :mod:`~mdsearch_ls.engine.vault`): nothing re-embeds a whole note per keystroke.
+Link completion embeds one paragraph, the one being written, and keeps its vector per paragraph
+text, so typing on after ``[[`` costs no model call at all.
+
+:class:`WritingAids` is what a front end calls, as ``Workspace.writing``; its methods take the
+editor's buffer (unsaved edits count) and return positions as 0-based lines and code-point
+columns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mdsearch_ls.config import LINK_STYLES, Settings
+from mdsearch_ls.engine import hygiene
+from mdsearch_ls.engine.completion import HEADING_LINE, LinkCandidate, LinkCompleter, LinkCompletion
+from mdsearch_ls.engine.links import (
+    Link,
+    NoteText,
+    find_block,
+    find_heading,
+    markdown_link,
+    scan,
+    wikilink,
+)
+from mdsearch_ls.engine.outline import outline
+from mdsearch_ls.engine.requests import RelatedRequest
+from mdsearch_ls.engine.search import Hit
+from mdsearch_ls.engine.vault import Vault, VaultView
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.workspace import Workspace
+
+MIN_SUGGEST_CHARS = 120
+"""Characters of body a section needs before a link is suggested for it: a stub says too little
+for its nearest neighbour to mean anything."""
+
+
+
+@dataclass(frozen=True)
+class LinkTarget:
+    """Where a link goes: a note, and a line in it (0 for the note itself)."""
+
+    path: str
+    line: int
+    heading: str | None = None
+    indexed: bool = True
+
+
+@dataclass(frozen=True)
+class LinkedRelated:
+    """Related sections of one section, and which of their notes are already linked with it."""
+
+    start_line: int | None
+    hits: list[Hit]
+    linked: list[bool]
+
+    @property
+    def n_linked(self) -> int:
+        return sum(self.linked)
+
+
+@dataclass(frozen=True)
+class LinkSuggestion:
+    """ "Link to Note#Heading": the text to insert at the end of a section."""
+
+    hit: Hit
+    link: str
+    label: str
+    """What the link points to, as "Note#Heading"."""
+    line: int
+    column: int
+    new_text: str
+
+class WritingAids:
+    """Help while writing over one workspace's index. Any thread; nothing here writes."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self._ws = ws
+        self.vault = Vault(ws.manifest)
+        self._lock = threading.Lock()
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._scans: OrderedDict[tuple[str, str], NoteText] = OrderedDict()
+        self._completer = LinkCompleter(self)
+
+    # ---- shared ---------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        return self._ws.settings
+
+    def view(self) -> VaultView:
+        """The index as the writing aids read it (names, sections, links), current."""
+        return self.vault.view()
+
+    def chunk_texts(self, chunk_ids: Iterable[str]) -> dict[str, str]:
+        return self._ws.chunk_texts(chunk_ids)
+
+    def note_text(self, path: str, text: str) -> NoteText:
+        """The buffer's links and literal ranges, kept for the last few buffers (code lenses
+        and actions ask about the same text many times)."""
+        key = (path, hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest())
+        with self._lock:
+            hit = self._scans.get(key)
+            if hit is not None:
+                self._scans.move_to_end(key)
+                return hit
+        found = scan(text)
+        with self._lock:
+            self._scans[key] = found
+            while len(self._scans) > 16:
+                self._scans.popitem(last=False)
+        return found
+
+    def embed(self, text: str) -> np.ndarray:
+        """One text's vector, kept per text: typing after ``[[`` leaves the paragraph as it
+        was, so its vector is reused."""
+        with self._lock:
+            hit = self._vectors.get(text)
+            if hit is not None:
+                self._vectors.move_to_end(text)
+                return hit
+        vector = np.asarray(self._ws.embedder.embed_query(text), dtype=np.float32)
+        with self._lock:
+            self._vectors[text] = vector
+            while len(self._vectors) > 128:
+                self._vectors.popitem(last=False)
+        return vector
+
+    def linked_paths(self, path: str, text: str | None = None) -> set[str]:
+        """Notes linked with note ``path`` either way: its links (from ``text``, the buffer,
+        when given) and the notes whose links resolve to it."""
+        view = self.view()
+        linked = set(view.graph.incoming.get(path, ()))
+        if text is None:
+            return linked | view.graph.outgoing.get(path, set())
+        for link, _, _ in self.note_text(path, text).links:
+            dest = view.resolver.resolve(link, path)
+            if dest is not None and dest != path:
+                linked.add(dest)
+        return linked
+
+    def link_to(self, path: str, source: str, heading: str | None = None,
+                text: str | None = None, *, style: str | None = None) -> str:
+        """A link from note ``source`` to note ``path`` (and a heading in it) in the link style
+        of the settings; ``text`` is what it shows (an alias, the words it replaces)."""
+        view = self.view()
+        if (style or self._ws.settings.links_style) == "markdown":
+            return markdown_link(text or heading or view.title(path), path, source, heading)
+        return wikilink(view.resolver.link_name(path), heading, text)
+    # ---- completion (engine/completion.py) --------------------------------------------------
+
+    def complete_link(self, path: str, text: str, line: int, column: int, *,
+                      style: str | None = None, limit: int = 50,
+                      semantic: bool = True) -> LinkCompletion | None:
+        """Notes and headings for the link being typed at (line, column) of note ``path``'s
+        buffer: after ``[[`` (wikilinks, or markdown links when the style says so) or after
+        ``](``. None when the cursor is not in a link (or is in code). ``semantic`` False:
+        names only, no model call (a front end whose model is still loading)."""
+        return self._completer.complete(path, text, line, column, style=style, limit=limit,
+                                        semantic=semantic)
+
+    # ---- where a link goes ----------------------------------------------------------------
+
+    def resolve_link(self, path: str, text: str, line: int, column: int) -> LinkTarget | None:
+        """The note (and heading or block) the link under the cursor goes to; None when the
+        cursor is on no link or the link names nothing that exists."""
+        note_text = self.note_text(path, text)
+        link = note_text.link_at(line, column)
+        if link is None:
+            return None
+        view = self.view()
+        dest = view.resolver.resolve(link, path)
+        if dest is None:
+            return self._unindexed_target(link, path)
+        if not link.anchor:
+            return LinkTarget(dest, 0)
+        if dest == path:
+            heads = [(h.title, h.line) for h in outline(text)]
+            lines = text.split("\n")
+        else:
+            table = view.sections
+            heads = [(table.titles[r], int(table.start_lines[r])) for r in table.rows(dest)]
+            lines = []
+        found = find_heading(heads, link.anchor)
+        if found is None and link.anchor.lstrip("#").startswith("^"):
+            if not lines:
+                file = self._ws.root / dest
+                lines = file.read_text("utf-8", errors="replace").split("\n") if (
+                    file.is_file()) else []
+            found = find_block(lines, link.anchor)
+        return LinkTarget(dest, found or 0, link.anchor if found is not None else None)
+
+    def _unindexed_target(self, link: Link, source: str) -> LinkTarget | None:
+        """A link to a file the index does not hold (an image, a note not indexed yet), when it
+        exists on disk."""
+        if not link.target:
+            return None
+        root = self._ws.root
+        folder = (root / source).parent
+        for base in (folder, root):
+            for name in (link.target, link.target + ".md"):
+                candidate = base / name
+                rel = self._ws.relpath(candidate)
+                if rel is not None and candidate.is_file():
+                    return LinkTarget(rel, 0, None, indexed=False)
+        return None
+
+    # ---- related, not linked --------------------------------------------------------------
+
+    def related_linked(self, path: str, line: int, text: str | None, *, k: int,
+                       min_score: float) -> LinkedRelated:
+        """``related`` for the section at ``line`` (the same request the related command
+        makes), with which hits' notes are linked with this one either way."""
+        related = self._ws.related(RelatedRequest(path, line, text=text, k=k,
+                                                  min_score=min_score))
+        linked = self.linked_paths(path, text) if related.hits else set()
+        start = related.section.start_line if related.section is not None else None
+        return LinkedRelated(start, related.hits, [h.path in linked for h in related.hits])
+
+    def suggest_link(self, path: str, text: str, line: int, *,
+                     min_score: float | None = None) -> LinkSuggestion | None:
+        """"Link to Note#Heading" for the section at ``line``: when its best related section in
+        another note scores at least ``min_score`` (the ``suggest.minScore`` setting) and the
+        two notes are not linked either way. Sections under ``MIN_SUGGEST_CHARS`` get none."""
+        headings = outline(text)
+        lines = text.replace("\r\n", "\n").split("\n")
+        start, end = _section_lines(headings, lines, line)
+        body = "\n".join(lines[start + (1 if HEADING_LINE.match(lines[start]) else 0):end + 1])
+        if len(body.strip()) < MIN_SUGGEST_CHARS:
+            return None
+        threshold = self._ws.settings.suggest_min_score if min_score is None else min_score
+        found = self.related_linked(path, line, text, k=1, min_score=threshold)
+        if not found.hits or found.linked[0]:
+            return None
+        hit = found.hits[0]
+        view = self.view()
+        row = view.sections.row_at(hit.path, hit.start_line)
+        if row is not None and view.sections.boiler[row] >= hygiene.BOILERPLATE_NOTES:
+            return None  # a template section: every note made from it would be "related"
+        heading = None if _is_title_hit(view, hit) else hit.title
+        link = self.link_to(hit.path, path, heading)
+        last = lines[end]
+        if re.match(r"^\s*see also:", last, re.IGNORECASE):
+            new_text = f", {link}"
+        else:
+            new_text = f"\n\nSee also: {link}"
+        name = view.resolver.link_name(hit.path)
+        label = f"{name}#{heading}" if heading else name
+        return LinkSuggestion(hit, link, label, end, len(last), new_text)
+
+    # ---- mentions and duplicates (engine/hygiene.py) --------------------------------------
+
+    def unlinked_mentions(self, path: str, text: str, *, limit: int = 100,
+                          style: str | None = None) -> list[hygiene.Mention]:
+        """Other notes' names written as plain text in ``text``: the first mention of each note
+        this one does not link to yet, outside code, links and headings."""
+        view = self.view()
+        found = hygiene.unlinked_mentions(view, self.note_text(path, text), path,
+                                          self.linked_paths(path, text), limit=limit)
+        return [hygiene.with_replacement(m, self.link_to(m.path, path, None, m.text,
+                                                         style=style)) for m in found]
+
+    def near_duplicates(self, path: str, *, min_score: float | None = None,
+                        limit: int = 20) -> list[hygiene.Duplicate]:
+        """Sections of note ``path`` (as indexed) almost identical to a section of another note
+        (template boilerplate aside)."""
+        threshold = self._ws.settings.duplicates_min_score if min_score is None else min_score
+        texts: dict[str, dict[int, str]] = {}
+
+        def section_text(note: str, number: int) -> str:
+            if note not in texts:
+                by_section: dict[int, list[str]] = {}
+                for rec in self._ws.chunks_of(note):
+                    by_section.setdefault(rec.section, []).append(rec.text)
+                texts[note] = {n: "\n".join(parts) for n, parts in by_section.items()}
+            return texts[note].get(number, "")
+
+        return hygiene.near_duplicates(self.view(), path, threshold, section_text, limit=limit)
+
+def _is_title_hit(view: VaultView, hit: Hit) -> bool:
+    return " > " not in hit.breadcrumb and hit.title.strip().casefold() == (
+        view.title(hit.path).strip().casefold())
+
+
+def _section_lines(headings: Any, lines: list[str], line: int) -> tuple[int, int]:
+    """First and last non-blank line of the section holding ``line`` (any heading ends it)."""
+    start = 0
+    end = len(lines) - 1
+    for h in headings:
+        if h.line <= line:
+            start = h.line
+        elif h.line > line:
+            end = h.line - 1
+            break
+    while end > start and not lines[end].strip():
+        end -= 1
+    return start, end
+
+
+__all__ = [
+    "LINK_STYLES",
+    "LinkCandidate",
+    "LinkCompletion",
+    "LinkSuggestion",
+    "LinkTarget",
+    "LinkedRelated",
+    "WritingAids",
+]
