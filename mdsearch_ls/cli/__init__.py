@@ -1,0 +1,120 @@
+"""The ``mdsearch`` command: index, search, related, status and serve, over the same core.
+
+Results go to stdout, in the form ``--format`` asks for (``text`` for people, ``json``/``jsonl``
+for scripts, ``vimgrep`` for editors' quickfix lists and fzf, ``paths`` for ``xargs``); notes,
+warnings, progress and logs go to stderr, so any format can be piped. Colour only on a terminal
+and never with ``NO_COLOR``. Lines are 1-based wherever a person reads or types them (``path:27``,
+``--line 27``); JSON keeps the 0-based ``start_line``/``end_line`` of LSP ranges and adds the
+1-based ``line``.
+
+Exit codes are part of the interface: 0 ok, 1 unexpected error, 2 bad usage (no index here, a
+missing folder, a bad query or filter, a confirmation not given), 3 the index is locked by
+another process, 4 the index or the model cannot be opened, 130/143 interrupted by
+SIGINT/SIGTERM (what was committed stays in the index).
+
+The package, one concern a module: ``parser`` (arguments and help), ``commands`` (what each
+command does), ``session`` (which index, opened how), ``output`` (what stdout gets),
+``progress`` (the progress line and signals), ``common`` (exit codes and messages). Nothing
+here imports the engine at module level: ``mdsearch --help`` and the MCP server's
+``initialize`` must not wait on it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from mdsearch_ls.cli.commands import COMMANDS, cmd_mcp
+from mdsearch_ls.cli.common import (
+    EXIT_ERROR,
+    EXIT_LOCKED,
+    EXIT_OK,
+    EXIT_OPEN,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    EXIT_USAGE,
+    UsageError,
+    _err,
+    log,
+)
+from mdsearch_ls.cli.parser import build_parser
+from mdsearch_ls.config import SettingError
+from mdsearch_ls.logs import configure_logging, level_from_flags
+
+__all__ = [
+    "COMMANDS",
+    "EXIT_ERROR",
+    "EXIT_LOCKED",
+    "EXIT_OK",
+    "EXIT_OPEN",
+    "EXIT_SIGINT",
+    "EXIT_SIGTERM",
+    "EXIT_USAGE",
+    "UsageError",
+    "build_parser",
+    "exit_code",
+    "main",
+    "serve_main",
+]
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code a failure means, by its type (the message is already for a person)."""
+    from mdsearch_ls.engine.api import (
+        IndexLockedError,
+        IndexOpenError,
+        ModelLoadError,
+        NotIndexedError,
+        RequestError,
+    )
+
+    if isinstance(exc, IndexLockedError):
+        return EXIT_LOCKED
+    if isinstance(exc, IndexOpenError | ModelLoadError):
+        return EXIT_OPEN
+    if isinstance(exc, UsageError | NotIndexedError | RequestError | SettingError
+                  | FileNotFoundError | NotADirectoryError | ValueError):
+        return EXIT_USAGE
+    return EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mdsearch``; returns the exit code instead of raising."""
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
+    configure_logging(level_from_flags(args.verbose, args.quiet),
+                      prog="mdsearch-mcp" if args.command == "mcp" else "mdsearch")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    if args.command == "mcp":  # before the engine import below: initialize must not wait on it
+        try:
+            return cmd_mcp(args)
+        except SettingError as exc:
+            _err(str(exc))
+            return EXIT_USAGE
+    from mdsearch_ls.engine.api import MdsearchError, ModelLoadError
+
+    started = time.perf_counter()
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        _err("interrupted; the index stays consistent and the next run continues")
+        return EXIT_SIGINT
+    except (UsageError, MdsearchError, ModelLoadError, SettingError, OSError,
+            ValueError) as exc:
+        _err(str(exc))
+        return exit_code(exc)
+    finally:
+        log.debug("%s took %.2fs", args.command, time.perf_counter() - started)
+
+
+def serve_main() -> int:
+    """Entry point of ``mdsearch-ls``: the language server, whatever the arguments."""
+    from mdsearch_ls.lsp.server import run_stdio
+
+    return run_stdio()

@@ -1,0 +1,263 @@
+"""The commands themselves: ``index``, ``search``, ``related``, ``status``, ``serve`` and ``mcp``,
+each a function of the parsed arguments that returns an exit code (``COMMANDS`` maps the names).
+
+Engine imports stay inside the functions, so importing this module costs nothing of the engine
+and each command pays only for what it uses."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from mdsearch_ls.cli.common import EXIT_OK, EXIT_USAGE, UsageError, _note, _settings, _shown
+from mdsearch_ls.cli.output import _check_output_args, _hit_json, _maybe_open, _Printer, _terms
+from mdsearch_ls.cli.session import _confirm_first_index, _find_root, _Session
+
+# ---- index --------------------------------------------------------------------------------------
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if args.root is None:
+        root = _find_root(args, settings)
+        _note(args, f"updating the index of {root}")
+    else:
+        root = Path(args.root)
+    _confirm_first_index(args, root, settings)
+    session = _Session(args, settings)
+    with session.open(root, "write") as ws:
+        report, code = session.update(ws, rebuild=args.rebuild)
+        if code:
+            return code
+        if not args.quiet:
+            print(f"indexed {ws.root}: {report.summary()}")
+    return EXIT_OK
+
+
+# ---- search -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Query:
+    """One query of a run: as typed, its validated request, or why it cannot run."""
+
+    text: str
+    request: Any = None
+    error: str | None = None
+
+
+def _read_queries(path: str) -> Iterator[tuple[str, str | None]]:
+    """``(query, error)`` per non-empty line: a line that cannot be read is an error of its own,
+    never the end of the batch."""
+    stream: TextIO = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    with stream:
+        for n, line in enumerate(stream, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("{"):
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    yield line, f"{path}:{n}: not valid JSON ({exc.msg})"
+                    continue
+                if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
+                    yield line, f"{path}:{n}: a JSON line needs a string 'query' field"
+                    continue
+                yield obj["query"], None
+            else:
+                yield line, None
+
+
+def _index_state_note(args: argparse.Namespace, index: Any) -> None:
+    if index.state == "building":
+        _note(args, f"note: the index is still being built ({index.files_done} of "
+              f"{index.files_total} notes so far): results may be missing")
+    elif index.state == "interrupted":
+        _note(args, f"note: the last index run stopped early ({index.files_done} of "
+              f"{index.files_total} notes); run `mdsearch index` to finish it")
+    elif index.state == "empty":
+        _note(args, "note: the index holds no notes yet")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from mdsearch_ls.engine.api import RequestError, SearchRequest
+
+    if not args.query and not args.queries and not args.phrase:
+        raise UsageError("give a QUERY, --queries FILE or --phrase TEXT "
+                         "(`mdsearch search --help` has examples)")
+    _check_output_args(args)
+    settings = _settings(args)
+    filters = {"path": args.path, "tag": args.tag, "type": args.type,
+               "modified": args.modified, "phrase": args.phrase}
+    filters = {k: v for k, v in filters.items() if v}
+
+    def build(query: str) -> Any:
+        return SearchRequest.build(query, k=args.k, mode=args.mode, filters=filters or None,
+                                   min_score=args.min_score)
+
+    # Every query is parsed before the index is touched: a mistyped filter is reported at once,
+    # and in a batch each bad line gets its own answer while the others run.
+    raw = _read_queries(args.queries) if args.queries else [(args.query or "", None)]
+    queries: list[_Query] = []
+    for text, problem in raw:
+        q = _Query(text, error=problem)
+        if problem is None:
+            try:
+                q.request = build(text)
+            except RequestError as exc:
+                if not args.queries:
+                    raise
+                q.error = str(exc)
+        queries.append(q)
+
+    root = _find_root(args, settings)
+    first = args.root is not None and not args.no_update
+    if first:
+        _confirm_first_index(args, root, settings)
+    session = _Session(args, settings)
+    mode_open = "read" if args.no_update else "read-if-locked"
+    from mdsearch_ls.engine.api import has_index
+
+    fresh = first and not has_index(root, settings)
+    with session.open(root, mode_open) as ws:
+        if not args.no_update and not ws.read_only:
+            report, code = session.update(ws, first=fresh)
+            if code:
+                return code
+            if report.files_indexed or report.files_deleted:
+                _note(args, f"updated the index: {report.summary()}")
+        printer = _Printer(args, ws, args.mode or settings.mode)
+        status = EXIT_OK
+        hits: list[Any] = []
+        for q in queries:
+            if q.error is not None:
+                printer.error(q.text, q.error)
+                status = EXIT_USAGE
+                continue
+            try:
+                result = ws.search(q.request)
+            except RequestError as exc:
+                if not args.queries:
+                    raise
+                printer.error(q.text, str(exc))
+                status = EXIT_USAGE
+                continue
+            session.progress.clear()
+            for note in result.notes:
+                _note(args, f"note: {note}")
+            _index_state_note(args, result.index)
+            printer.query(q.text, result, _terms(q.text, q.request, args.phrase),
+                          batch=bool(args.queries))
+            hits = result.hits
+        if status == EXIT_OK and args.open is not None:
+            return _maybe_open(args, ws, hits)
+    return status
+
+
+# ---- related ------------------------------------------------------------------------------------
+
+
+def cmd_related(args: argparse.Namespace) -> int:
+    from mdsearch_ls.engine.api import RelatedRequest, has_index
+
+    _check_output_args(args)
+    if args.line < 1:
+        raise UsageError(f"--line: lines are 1-based (the first line is 1), got {args.line}")
+    settings = _settings(args)
+    target = Path(args.file).expanduser()
+    start = (target if target.is_absolute() else Path.cwd() / target).parent
+    root = _find_root(args, settings, start if start.is_dir() else None)
+    min_score = -1.0 if args.min_score is None else args.min_score
+    request = RelatedRequest.build(args.file, args.line - 1, k=args.k, min_score=min_score)
+    if args.root is not None:
+        _confirm_first_index(args, root, settings)
+    fresh = args.root is not None and not has_index(root, settings)
+    session = _Session(args, settings)
+    with session.open(root, "read-if-locked") as ws:
+        if not ws.read_only:
+            _report, code = session.update(ws, first=fresh)
+            if code:
+                return code
+        rel = ws.note_path(target if target.is_absolute() else Path.cwd() / target)
+        if rel is None or not (ws.root / rel).is_file():
+            rel = args.file if (ws.root / args.file).is_file() else None
+        if rel is None:
+            raise UsageError(f"{args.file} is not a note inside {ws.root}")
+        result = ws.related(dataclasses.replace(request, path=rel))
+        session.progress.clear()
+        printer = _Printer(args, ws, "semantic")
+        fmt = printer.format
+        section = result.section
+        if fmt == "json":
+            rendered = printer.rendered(result.hits, (), 200)
+            print(json.dumps({
+                "path": rel, "file": str(ws.root / rel), "line": args.line,
+                "section": section.title if section else None,
+                "results": [_hit_json(h, ws, r, mode="semantic", explain=False)
+                            for h, r in zip(result.hits, rendered, strict=True)],
+            }, ensure_ascii=False))
+        elif fmt == "text":
+            if section:
+                print(f"related to {printer.style.path(_shown(ws.root / rel))}:"
+                      f"{printer.style.line(str(section.start_line + 1))} "
+                      f"{printer.style.crumb(' > '.join(section.breadcrumb))}")
+            printer.text(rel, result.hits, ())
+        else:
+            printer.query(rel, _Related(result.hits), (), batch=False, key="related_to")
+        return _maybe_open(args, ws, result.hits)
+
+
+@dataclasses.dataclass
+class _Related:
+    hits: list[Any]
+    notes: tuple[str, ...] = ()
+
+
+# ---- status and serve ---------------------------------------------------------------------------
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    root = _find_root(args, settings)
+    session = _Session(args, settings)
+    with session.open(root, "read") as ws:
+        info = ws.status()
+        if args.json:
+            print(json.dumps(info))
+        else:
+            for key in ("root", "files", "chunks", "model", "index_dir", "last_update"):
+                print(f"{key:12} {info[key]}")
+            index = info["index"]
+            state = index["state"]
+            if state in ("building", "interrupted"):
+                state += f" ({index['files_done']} of {index['files_total']} notes)"
+            print(f"{'state':12} {state}")
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from mdsearch_ls.mcp import main as mcp_main
+
+    return mcp_main(args.root or ["."], _settings(args))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from mdsearch_ls.lsp.server import run_stdio
+
+    return run_stdio()
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "index": cmd_index,
+    "search": cmd_search,
+    "related": cmd_related,
+    "status": cmd_status,
+    "serve": cmd_serve,
+    "mcp": cmd_mcp,
+}

@@ -1,0 +1,236 @@
+"""What ``search`` and ``related`` print on stdout: the formats (text, json, jsonl, vimgrep,
+paths), colour the way rg uses it, snippets cut to the terminal's width with the query's words
+marked, and ``--open`` in ``$VISUAL``/``$EDITOR``.
+
+Rendering comes from ``engine.api`` inside the functions that need it, so importing this module
+costs nothing of the engine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from mdsearch_ls.cli.common import EXIT_OK, UsageError, _err, _shown, log
+
+
+class _Style:
+    """ANSI colours the way rg uses them (path magenta, line green, match bold red), or none."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    @classmethod
+    def for_stream(cls, stream: TextIO, choice: str) -> _Style:
+        if choice == "never":
+            return cls(False)
+        if choice == "always":
+            return cls(True)
+        if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+            return cls(False)
+        return cls(hasattr(stream, "isatty") and stream.isatty())
+
+    def _sgr(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
+
+    def path(self, text: str) -> str:
+        return self._sgr("35", text)
+
+    def line(self, text: str) -> str:
+        return self._sgr("32", text)
+
+    def crumb(self, text: str) -> str:
+        return self._sgr("1", text)
+
+    def dim(self, text: str) -> str:
+        return self._sgr("2", text)
+
+    def marked(self, text: str, spans: Sequence[tuple[int, int]], base: str = "") -> str:
+        """``text`` with the spans in bold red, the rest in ``base`` (an SGR code, or plain)."""
+        if not self.enabled:
+            return text
+        restore = f"\x1b[0m\x1b[{base}m" if base else "\x1b[0m"
+        out, pos = [f"\x1b[{base}m"] if base else [], 0
+        for s, e in spans:
+            out.append(text[pos:s])
+            out.append(f"\x1b[1;31m{text[s:e]}{restore}")
+            pos = e
+        out.append(text[pos:])
+        if base:
+            out.append("\x1b[0m")
+        return "".join(out)
+
+
+def _hit_json(hit: Any, ws: Any, rendered: Any, *, mode: str, explain: bool) -> dict[str, Any]:
+    out = hit.to_json(explain=explain)
+    out["line"] = hit.start_line + 1
+    out["file"] = str(ws.root / hit.path)
+    if mode == "keyword" or hit.score is None:
+        out["score"] = None  # keyword order is BM25's; a cosine here would be a fake number
+    out["keyword_rank"] = hit.keyword_rank
+    out["snippet"] = rendered.text
+    return out
+
+
+def _score_text(hit: Any, mode: str) -> str:
+    if mode == "keyword" or hit.score is None:
+        rank = hit.keyword_rank
+        return f"BM25 rank {rank if rank is not None else '-'}"
+    return f"similarity {hit.score:.2f}"
+
+
+class _Printer:
+    """Writes hits in the chosen format; one per command run."""
+
+    def __init__(self, args: argparse.Namespace, ws: Any, mode: str) -> None:
+        from mdsearch_ls.engine.api import snippet, wrap
+
+        self.args = args
+        self.ws = ws
+        self.mode = mode
+        self.format = args.format or "text"
+        self.explain = bool(getattr(args, "explain", False))
+        self.style = _Style.for_stream(sys.stdout, args.color)
+        self.columns = shutil.get_terminal_size((100, 24)).columns
+        self._snippet, self._wrap = snippet, wrap
+        self._seen_paths: set[str] = set()
+
+    def rendered(self, hits: Sequence[Any], terms: Sequence[str], limit: int) -> list[Any]:
+        """Each hit's section as plain text cut between words, its query words marked."""
+        from mdsearch_ls.engine.api import Snippet, match_spans
+
+        texts = self.ws.chunk_texts(h.chunk_id for h in hits if h.chunk_id)
+        out = []
+        for h in hits:
+            md = texts.get(h.chunk_id)
+            if md is None:  # not in the manifest (another process just rewrote it)
+                text = h.snippet
+                out.append(Snippet(text, tuple(match_spans(text, terms))))
+            else:
+                out.append(self._snippet(md, terms, limit))
+        return out
+
+    def query(self, query: str, result: Any, terms: Sequence[str], *, batch: bool,
+              key: str = "query") -> None:
+        hits = result.hits
+        fmt = self.format
+        if fmt == "json":
+            rendered = self.rendered(hits, terms, 200)
+            print(json.dumps({
+                "query": query,
+                "root": str(self.ws.root),
+                "results": [_hit_json(h, self.ws, r, mode=self.mode, explain=self.explain)
+                            for h, r in zip(hits, rendered, strict=True)],
+                "notes": list(result.notes),
+                "index": result.index.to_json(),
+            }, ensure_ascii=False))
+        elif fmt == "jsonl":
+            rendered = self.rendered(hits, terms, 200)
+            for rank, (h, r) in enumerate(zip(hits, rendered, strict=True), start=1):
+                obj = {key: query, "rank": rank,
+                       **_hit_json(h, self.ws, r, mode=self.mode, explain=self.explain)}
+                print(json.dumps(obj, ensure_ascii=False))
+        elif fmt == "vimgrep":
+            rendered = self.rendered(hits, terms, 160)
+            for h, r in zip(hits, rendered, strict=True):
+                path = self.style.path(_shown(self.ws.root / h.path))
+                text = f"{h.breadcrumb}: {self.style.marked(r.text, r.spans)}"
+                print(f"{path}:{self.style.line(str(h.start_line + 1))}:1:{text}")
+        elif fmt == "paths":
+            for h in hits:
+                shown = _shown(self.ws.root / h.path)
+                if shown not in self._seen_paths:
+                    self._seen_paths.add(shown)
+                    print(self.style.path(shown))
+        else:
+            if batch:
+                print(self.style.dim(f"# {query}"))
+            self.text(query, hits, terms)
+        sys.stdout.flush()
+
+    def text(self, query: str, hits: Sequence[Any], terms: Sequence[str]) -> None:
+        from mdsearch_ls.engine.api import match_spans
+
+        if not hits:
+            print(f"no results for {query!r}")
+            return
+        indent = "    "
+        width = max(self.columns - len(indent), 20)
+        rendered = self.rendered(hits, terms, width * 2)
+        st = self.style
+        for i, (h, r) in enumerate(zip(hits, rendered, strict=True), start=1):
+            # path:line first: the form terminals and editors open on a click.
+            start, end = h.start_line + 1, h.end_line + 1
+            print(f"{i:2}. {st.path(_shown(self.ws.root / h.path))}:{st.line(str(start))}  "
+                  + st.dim(f"(lines {start}-{end}, {_score_text(h, self.mode)})"))
+            crumb = h.breadcrumb
+            print(f"{indent}{st.marked(crumb, match_spans(crumb, terms), base='1')}")
+            for line in self._wrap(r, width, 2):
+                print(f"{indent}{st.marked(line.text, line.spans)}")
+            if self.explain:
+                e = h.explain
+                print(st.dim(f"{indent}[semantic #{e.get('semantic_rank')}, keyword "
+                             f"#{e.get('keyword_rank')}, title match {e.get('title_match')}, "
+                             f"{e.get('fusion') or 'fused'} {e.get('fused')}]"))
+
+    def error(self, query: str, message: str) -> None:
+        if self.format in ("json", "jsonl"):
+            print(json.dumps({"query": query, "error": message}, ensure_ascii=False))
+            sys.stdout.flush()
+        else:
+            _err(f"{query!r}: {message}")
+
+
+_PHRASE = re.compile(r'"([^"]+)"')
+
+
+def _terms(query: str, request: Any, extra_phrases: Sequence[str] | None) -> tuple[str, ...]:
+    from mdsearch_ls.engine.api import query_terms
+
+    phrases = [*_PHRASE.findall(query), *(extra_phrases or ())]
+    return query_terms(request.text if request is not None else query, phrases)
+
+
+def _open_in_editor(path: Path, line: int) -> int:
+    """``$VISUAL``/``$EDITOR`` at ``line``: ``+LINE FILE`` (vi, vim, nvim, emacs, nano, micro,
+    kak), ``-g FILE:LINE`` for VS Code and its forks, ``FILE:LINE`` for editors that take that."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor:
+        raise UsageError("--open needs $VISUAL or $EDITOR (e.g. export EDITOR=nvim)")
+    cmd = shlex.split(editor)
+    name = Path(cmd[0]).name.lower().removesuffix(".exe")
+    if name in ("code", "code-insiders", "codium", "vscodium", "cursor", "code-server"):
+        cmd += ["-g", f"{path}:{line}"]
+    elif name in ("subl", "sublime_text", "hx", "helix", "zed", "mate"):
+        cmd += [f"{path}:{line}"]
+    else:
+        cmd += [f"+{line}", str(path)]
+    log.info("opening: %s", shlex.join(cmd))
+    try:
+        return subprocess.call(cmd)
+    except OSError as exc:
+        raise UsageError(f"cannot run the editor {cmd[0]!r} ($VISUAL/$EDITOR): {exc}") from None
+
+
+def _maybe_open(args: argparse.Namespace, ws: Any, hits: Sequence[Any]) -> int:
+    if args.open is None:
+        return EXIT_OK
+    if not 1 <= args.open <= len(hits):
+        raise UsageError(f"--open {args.open}: there are {len(hits)} hits")
+    hit = hits[args.open - 1]
+    return _open_in_editor(ws.root / hit.path, hit.start_line + 1)
+
+
+def _check_output_args(args: argparse.Namespace) -> None:
+    if args.open is not None and args.open < 1:
+        raise UsageError(f"--open: expected a hit number from 1, got {args.open}")
+    if args.open is not None and getattr(args, "queries", None):
+        raise UsageError("--open takes one query, not --queries")

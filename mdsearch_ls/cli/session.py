@@ -1,0 +1,142 @@
+"""Opening the right index for a command: which folder it means (``--root``, else the nearest
+indexed folder, as git finds its repository), the confirmation before a first index of a huge
+folder, and a session that opens the workspace and brings it up to date with progress and
+signals."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mdsearch_ls.cli.common import EXIT_OK, EXIT_SIGINT, UsageError, _note, _said, _shown, log
+from mdsearch_ls.cli.progress import _Progress, _ReportingEmbedder, _Signals
+from mdsearch_ls.config import Settings
+
+
+def _find_root(args: argparse.Namespace, settings: Settings, start: Path | None = None) -> Path:
+    """``--root``, else the nearest folder at or above ``start`` (default: the current one)
+    with an index, else a usage error saying how to make one. Never creates anything."""
+    from mdsearch_ls.engine.api import find_index_root
+
+    if args.root is not None:
+        return Path(args.root)
+    here = (start or Path.cwd()).resolve()
+    found = find_index_root(here, settings.index_dir)
+    if found is not None:
+        return found
+    if settings.index_dir:
+        raise UsageError(f"no index in {settings.index_dir}: run `mdsearch index DIR "
+                         f"--index-dir {settings.index_dir}` (or give --root)")
+    raise UsageError(f"no index for {here} or any parent: run `mdsearch index DIR` "
+                     f"(or give --root)")
+
+
+def _confirm_first_index(args: argparse.Namespace, root: Path, settings: Settings) -> None:
+    """Before the first index of ``root``: a home folder, ``/`` or more than ``max_files`` notes
+    needs ``--yes``, and the refusal names the count (an hour of embedding, or a crawl of
+    site-packages READMEs, is not what a typo should cost)."""
+    from mdsearch_ls.engine.api import count_notes, has_index
+
+    if getattr(args, "yes", False) or not root.is_dir() or has_index(root, settings):
+        return
+    real = root.expanduser().resolve()
+    special = ("the root of the file system" if real.parent == real
+               else "your home folder" if real == Path.home().resolve() else None)
+    # Counted without reading a note, and bounded: a walk of / or of a home folder must not
+    # take longer than the question it leads to.
+    cap, seconds = 10 * settings.max_files, 5.0 if special else 20.0
+    n, complete = count_notes(real, settings, stop_after=cap, seconds=seconds)
+    if complete and n <= settings.max_files and not special:
+        return
+    if complete:
+        counted = f"{n:,} notes"
+    elif n > cap:
+        counted = f"more than {cap:,} notes"
+    else:
+        counted = f"at least {n:,} notes found in {seconds:.0f} s of counting"
+    if special:
+        raise UsageError(f"{real} is {special} ({counted}); index the folder that holds your "
+                         f"notes, or pass --yes to index it anyway")
+    raise UsageError(f"{real} holds {counted} (--max-files is {settings.max_files:,}); "
+                     f"pass --yes to index it anyway, or --max-files N")
+
+
+class _Session:
+    """What one command run shares: the progress line, the model (wrapped to report), signals."""
+
+    def __init__(self, args: argparse.Namespace, settings: Settings) -> None:
+        from mdsearch_ls.engine.api import create_embedder
+
+        self.args = args
+        self.settings = settings
+        self.progress = _Progress(not args.quiet)
+        self.embedder = _ReportingEmbedder(create_embedder(settings), self.progress)
+
+    def open(self, root: Path, mode: str) -> Any:
+        """The workspace of ``root``, opened as the command needs it (see ``OpenMode``).
+
+        A command that would update first (``read-if-locked``) looks before it leaps: when a
+        read-only open finds nothing changed since the last index, it searches that, without the
+        writer lock or Chroma (whose import alone costs seconds), and the index is as fresh as an
+        update would have made it.
+        """
+        from mdsearch_ls.engine.api import IndexOpenError, Workspace, has_index
+
+        if mode == "read-if-locked" and has_index(root, self.settings):
+            try:
+                ws = Workspace.open(root, self.settings, "read", embedder=self.embedder)
+            except IndexOpenError:  # damaged: the writer heals it below
+                ws = None
+            if ws is not None:
+                if ws.index_state().state == "ready" and ws.pending_changes() == 0:
+                    log.info("the index of %s is up to date: searching it as it is", root)
+                    return ws
+                ws.close()
+        ws = Workspace.open(root, self.settings, mode,  # type: ignore[arg-type]
+                            embedder=self.embedder)
+        if ws.read_only_reason:
+            _note(self.args, ws.read_only_reason)
+        if ws.healed:
+            _note(self.args, ws.healed)
+        return ws
+
+    def update(self, ws: Any, *, rebuild: bool = False, first: bool = False) -> tuple[Any, int]:
+        """Bring the index up to date with a truthful progress line; ``(report, exit code)``,
+        the code non-zero when a signal stopped the run (what was committed is said)."""
+        args = self.args
+        if first:
+            _note(args, f"{ws.root} is not indexed yet: indexing it first (once; later runs "
+                  f"only read changed notes)")
+        self.progress.phase(f"scanning {_shown(ws.root)}…")
+        report = None
+        with _Signals(self.progress) as signals:
+            try:
+                report = ws.index(progress=self.progress.files, cancel=signals.cancelled,
+                                  rebuild=rebuild)
+            except KeyboardInterrupt:
+                self.progress.clear()
+                files = _committed_files(ws)
+                _said(f"interrupted: {files} notes are in the index; run `mdsearch index "
+                      f"{_shown(ws.root)}` to finish")
+                return None, signals.exit_code if signals.received else EXIT_SIGINT
+            finally:
+                self.progress.clear()
+        if not args.quiet:
+            for warning in report.warnings:
+                print(f"mdsearch: warning: {warning}", file=sys.stderr)
+        if report.cancelled:
+            have = report.files_unchanged + report.files_indexed
+            _said(f"interrupted: {have} of {report.files_total} notes are in the index "
+                  f"({report.files_indexed} indexed by this run, {report.chunks_written} chunks "
+                  f"committed); run `mdsearch index {_shown(ws.root)}` to finish")
+            return report, signals.exit_code
+        return report, EXIT_OK
+
+
+def _committed_files(ws: Any) -> int | str:
+    try:
+        return int(ws.status()["files"])
+    except Exception:  # the run died mid-write; the next open repairs it
+        return "the committed"
