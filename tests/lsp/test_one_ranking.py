@@ -1,16 +1,17 @@
 """One ranking everywhere: the same query and filters give the same hits in the same order from
 the CLI (``mdsearch search --format json``, a process of its own), ``workspace/symbol`` and the
 ``mdsearch.search`` command of a real language server (what the VS Code QuickPick calls), and
-the MCP server's ``search_markdown`` tool once it is on this branch.
+the ``search_markdown`` tool of a real ``mdsearch mcp`` process through the MCP SDK's client.
 
-All of them read one index with the real model: the server writes it, the CLI opens it beside
-the server as a reader (as it does on a user's machine while an editor is open), so a front
-end that ranked on its own (another fusion, another per-note cap, a filter applied after the
-cut) would show up here as a different order.
+All of them read one index with the real model: the server writes it, the CLI and the MCP
+server open it beside it as readers (as they do on a user's machine while an editor is open), so
+a front end that ranked on its own (another fusion, another per-note cap, a filter applied
+after the cut) would show up here as a different order.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -21,6 +22,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from mdsearch_ls.lsp.convert import uri_to_path
 
@@ -75,6 +78,33 @@ def _rel(server: Server, uri: str) -> str:
     return path.relative_to(server.root).as_posix()
 
 
+async def _mcp(cache: Path, root: Path, queries: list[str]) -> list[list[Key]]:
+    """``search_markdown`` for each query from a real ``mdsearch mcp`` process (SDK client),
+    once its read-only folder is ready; each hit as (note, 0-based first line)."""
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "ANONYMIZED_TELEMETRY": "False"}
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "mdsearch_ls", "mcp", "--root", str(root)], env=env)
+    with open(cache.parent / "mcp-server.log", "a", encoding="utf-8") as errlog:
+        async with (stdio_client(params, errlog=errlog) as (read, write),
+                    ClientSession(read, write) as session):
+            await session.initialize()
+            for _ in range(3000):  # the model loads in the background: poll its status
+                st = (await session.call_tool("index_status", {})).structured_content
+                assert st is not None
+                if st["index"]["state"] == "ready" and st["model"]["state"] == "loaded":
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                raise AssertionError(f"the MCP server never got ready: {st}")
+            out = []
+            for q in queries:
+                res = await session.call_tool("search_markdown", {"query": q, "limit": K})
+                assert not res.is_error, res.content
+                hits = res.structured_content["results"]
+                out.append([(h["path"], h["start_line"] - 1) for h in hits])  # MCP lines: 1-based
+            return out
+
+
 def _cli(cache: Path, cwd: Path, *args: str, stdin: str | None = None) -> list[dict[str, Any]]:
     """``mdsearch search ... --format json``: one JSON object per query, in order."""
     env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "ANONYMIZED_TELEMETRY": "False"}
@@ -91,8 +121,9 @@ async def test_cli_symbols_and_command_rank_alike(ranked: tuple[Server, Path]) -
     batch = "\n".join(json.dumps({"query": q}) for q in QUERIES) + "\n"
     cli = _cli(cache, server.root, "--queries", "-", stdin=batch)
     assert [o["query"] for o in cli] == QUERIES
+    mcp = await _mcp(cache, server.root, QUERIES)
     assert all(o["index"]["state"] == "ready" for o in cli), cli[0]["index"]
-    for query, out in zip(QUERIES, cli, strict=True):
+    for query, out, from_mcp in zip(QUERIES, cli, mcp, strict=True):
         from_cli = _keys(out["results"])
         assert from_cli, f"no hits for {query!r}"
         command = _keys(await server.search(query, limit=K))
@@ -100,8 +131,7 @@ async def test_cli_symbols_and_command_rank_alike(ranked: tuple[Server, Path]) -
                    for s in await server.symbols(query)]
         assert command == from_cli, query
         assert symbols == from_cli, query
-        # MCP: the `search_markdown` tool of `mdsearch mcp` belongs here with the same
-        # assertion once the MCP server is on this branch (built on another branch).
+        assert from_mcp == from_cli, query
 
 
 async def test_filters_as_arguments_rank_alike(ranked: tuple[Server, Path]) -> None:
