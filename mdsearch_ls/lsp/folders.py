@@ -30,6 +30,7 @@ from mdsearch_ls.engine.api import (
     IndexedFolder,
     IndexReport,
     SearchRequest,
+    WritingAids,
     create_embedder,
     load_in_background,
 )
@@ -267,6 +268,22 @@ class FolderManager:
             return None
         rel = folder.note_path(path)
         return None if rel is None else (folder, rel)
+
+    def writing_for(
+        self, uri: str, enabled: Callable[[Settings], bool] | None = None,
+    ) -> tuple[IndexedFolder, str, WritingAids] | None:
+        """A document's folder, its path there and the folder's writing aids; None outside every
+        folder, before the index is open, or when ``enabled`` says the asking feature is off
+        (a writing feature then answers nothing rather than an error: the editor asked on its
+        own, not the user)."""
+        found = self.rel_for(uri)
+        if found is None:
+            return None
+        folder, rel = found
+        aids = folder.writing
+        if aids is None or (enabled is not None and not enabled(folder.settings)):
+            return None
+        return folder, rel, aids
 
     def queue(self, uri: str, op: str) -> bool:
         """Queue a change of the note at ``uri``; False when it is outside every folder."""

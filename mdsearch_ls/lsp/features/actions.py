@@ -49,13 +49,10 @@ async def code_actions(
     manager: FolderManager, params: types.CodeActionParams, text: str | None, codec: Any = None,
 ) -> list[types.CodeAction] | None:
     uri = params.text_document.uri
-    found = manager.rel_for(uri)
+    found = manager.writing_for(uri)
     if text is None or found is None:
         return None
-    folder, rel = found
-    aids = folder.writing
-    if aids is None:
-        return None
+    folder, rel, aids = found
     settings = folder.settings
     only = [str(k) for k in params.context.only] if params.context.only else None
     lines = Lines(text, codec)

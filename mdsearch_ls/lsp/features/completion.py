@@ -54,13 +54,10 @@ async def completion(
     VS Code's own markdown paths, then answer alone)."""
     if text is None:
         return None
-    found = manager.rel_for(params.text_document.uri)
+    found = manager.writing_for(params.text_document.uri, lambda s: s.completion_enabled)
     if found is None:
         return None
-    folder, rel = found
-    aids = folder.writing
-    if not folder.settings.completion_enabled or aids is None:
-        return None
+    _folder, rel, aids = found
     lines = Lines(text, codec)
     line, column = lines.point(params.position)
     semantic = getattr(manager.embedder, "loaded", True)  # names only while the model loads

@@ -28,13 +28,10 @@ async def definition(
     that does not exist)."""
     if text is None:
         return None
-    found = manager.rel_for(params.text_document.uri)
+    found = manager.writing_for(params.text_document.uri, lambda s: s.definition_enabled)
     if found is None:
         return None
-    folder, rel = found
-    aids = folder.writing
-    if not folder.settings.definition_enabled or aids is None:
-        return None
+    folder, rel, aids = found
     lines = Lines(text, codec)
     line, column = lines.point(params.position)
     target = await manager.run(aids.resolve_link, rel, text, line, column)
