@@ -39,11 +39,8 @@ step "end-to-end (code-server + Chromium)"
 prefix=${CODE_SERVER_PREFIX:-/opt/mdsearch-code-server}
 code_server=$prefix/node_modules/.bin/code-server
 if [[ ! -x $code_server || ! -x /usr/bin/chromium ]]; then
-  installer=""
-  for candidate in "$ext_dir/../../shared/tools/install-code-server" /work/shared/tools/install-code-server; do
-    if [[ -f $candidate ]]; then installer=$candidate; break; fi
-  done
-  [[ -n $installer ]] || { echo "install-code-server not found (shared/tools)" >&2; exit 1; }
+  installer=$ext_dir/../../shared/tools/install-code-server  # ../shared beside the project
+  [[ -f $installer ]] || { echo "install-code-server not found at $installer" >&2; exit 1; }
   echo "installing code-server into $prefix (one time, a few minutes)"
   bash "$installer" "$prefix"
 fi
