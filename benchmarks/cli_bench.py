@@ -42,6 +42,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.stdio_client import StdioClient  # noqa: E402  (the one copy, shared with the tests)
+
 PYTHON = sys.executable
 MDSEARCH = [PYTHON, "-m", "mdsearch_ls"]
 QUERIES = [
@@ -61,73 +64,6 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     wall = time.perf_counter() - t
     proc.returncode = os.waitstatus_to_exitcode(status)
     return wall, usage.ru_maxrss / 1024, proc.returncode
-
-
-class StdioClient:
-    """Just enough JSON-RPC over stdio to drive a real server process."""
-
-    def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env)
-        self._responses: dict[int, Any] = {}
-        self._cond = threading.Condition()
-        self._next = 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            headers: dict[str, str] = {}
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                key, _, value = line.decode().partition(":")
-                headers[key.strip().lower()] = value.strip()
-            body = json.loads(out.read(int(headers["content-length"])))
-            if "id" in body and "method" in body:
-                self._send({"jsonrpc": "2.0", "id": body["id"], "result": None})
-            elif "id" in body:
-                with self._cond:
-                    self._responses[body["id"]] = body
-                    self._cond.notify_all()
-
-    def _send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
-        self.proc.stdin.flush()
-
-    def notify(self, method: str, params: Any) -> None:
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def request(self, method: str, params: Any, timeout: float = 300) -> Any:
-        self._next += 1
-        rid = self._next
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        with self._cond:
-            if not self._cond.wait_for(lambda: rid in self._responses, timeout):
-                raise TimeoutError(method)
-            return self._responses.pop(rid).get("result")
-
-    def rss_mb(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
-
-    def stop(self) -> None:
-        try:
-            self.request("shutdown", None, timeout=30)
-            self.notify("exit", None)
-            self.proc.wait(timeout=30)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
 
 
 def server_round(root: Path, env: dict[str, str], query: str) -> dict[str, float]:

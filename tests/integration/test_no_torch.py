@@ -12,9 +12,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from tests.stdio_client import StdioClient
 
 pytestmark = pytest.mark.slow
 
@@ -71,69 +72,12 @@ def test_index_and_search_import_no_torch(vault: Path, env: dict[str, str]) -> N
         assert not imported(search.stderr) & HEAVY, (mode, imported(search.stderr) & HEAVY)
 
 
-class StdioClient:
-    """Just enough JSON-RPC over stdio to drive a real server process."""
-
-    def __init__(self, cmd: list[str], env: dict[str, str], stderr_path: Path) -> None:
-        self._stderr = stderr_path.open("w")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, env=env)
-        self._responses: dict[int, Any] = {}
-        self._cond = threading.Condition()
-        self._next = 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            headers: dict[str, str] = {}
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                key, _, value = line.decode().partition(":")
-                headers[key.strip().lower()] = value.strip()
-            body = json.loads(out.read(int(headers["content-length"])))
-            if "id" in body and "method" in body:  # a request from the server: accept it
-                self._send({"jsonrpc": "2.0", "id": body["id"], "result": None})
-            elif "id" in body:
-                with self._cond:
-                    self._responses[body["id"]] = body
-                    self._cond.notify_all()
-
-    def _send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
-        self.proc.stdin.flush()
-
-    def notify(self, method: str, params: Any) -> None:
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def request(self, method: str, params: Any, timeout: float = 120) -> Any:
-        self._next += 1
-        rid = self._next
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        with self._cond:
-            assert self._cond.wait_for(lambda: rid in self._responses, timeout), method
-            body = self._responses.pop(rid)
-        assert "error" not in body, body
-        return body["result"]
-
-    def close(self) -> None:
-        self.proc.wait(timeout=30)
-        self._stderr.close()
-
-
 def test_serve_through_a_workspace_symbol_answer_imports_no_torch(
     vault: Path, env: dict[str, str], tmp_path: Path
 ) -> None:
     stderr = tmp_path / "serve.stderr"
     client = StdioClient([sys.executable, "-X", "importtime", "-m", "mdsearch_ls", "serve"],
-                         env, stderr)
+                         env, stderr=stderr)
     try:
         client.request("initialize", {
             "processId": os.getpid(), "rootUri": vault.as_uri(), "capabilities": {},
@@ -151,12 +95,8 @@ def test_serve_through_a_workspace_symbol_answer_imports_no_torch(
             threading.Event().wait(0.2)
         symbols = client.request("workspace/symbol", {"query": "roll back a bad release"})
         assert symbols and symbols[0]["location"]["uri"].endswith("eng/Releases.md"), symbols
-        client.request("shutdown", None)
-        client.notify("exit", None)
     finally:
-        if client.proc.poll() is None:
-            client.proc.terminate()
-        client.close()
+        client.stop()
     names = imported(stderr.read_text())
     assert {"pygls", "onnxruntime"} <= names, "the server never loaded the model?"
     assert not names & HEAVY, names & HEAVY
