@@ -3,6 +3,7 @@ the backend setting, embedding spaces, and a default install without torch."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from mdsearch_ls.config import Settings, settings_from_client
 from mdsearch_ls.engine.embedding import (
+    PAD_RATIO,
     BatchingEmbedder,
     OnnxEmbedder,
     SentenceTransformerEmbedder,
@@ -86,6 +88,20 @@ def test_plan_batches_covers_every_text_once_within_bounds(
         assert 1 <= len(b) <= max_batch
         padded = max(lengths[i] for i in b) * len(b)
         assert padded <= max_tokens or len(b) == 1
+        # No text padded by more than a tenth of its batch's longest.
+        assert min(lengths[i] for i in b) >= PAD_RATIO * max(lengths[i] for i in b)
+    # A batch is only cut for a reason: the next text would break one of the three bounds.
+    for b, nxt in itertools.pairwise(batches):
+        longest, n = max(lengths[i] for i in b), lengths[nxt[0]]
+        assert (len(b) == max_batch or max(longest, n) * (len(b) + 1) > max_tokens
+                or n < PAD_RATIO * longest)
+
+
+def test_texts_of_mixed_lengths_are_not_padded_to_the_longest() -> None:
+    # The indexer hands over ~1 s of chunks at a time, of any lengths: a 40-token chunk must not
+    # be padded to 250 tokens because a long one came in the same call.
+    batches = plan_batches([250, 40, 245, 38, 120], max_batch=16, max_tokens=4096)
+    assert batches == [[0, 2], [4], [1, 3]]
 
 
 def test_documents_come_back_in_the_callers_order_though_embedded_sorted() -> None:

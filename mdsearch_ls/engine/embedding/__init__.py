@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from mdsearch_ls.engine.embedding.base import (
+    PAD_RATIO,
     BatchingEmbedder,
     ModelLoadError,
     physical_cores,
@@ -134,6 +135,7 @@ __all__ = [
     "BACKENDS",
     "BUNDLED_MODEL",
     "DEFAULT_BACKEND",
+    "PAD_RATIO",
     "BatchingEmbedder",
     "Embedder",
     "ModelLoadError",
