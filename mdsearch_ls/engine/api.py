@@ -67,11 +67,11 @@ _WHERE: dict[str, str] = {
     "SearchResult": "mdsearch_ls.engine.workspace",
     "Snippet": "mdsearch_ls.engine.render",
     "Workspace": "mdsearch_ls.engine.workspace",
-    "count_notes": "mdsearch_ls.engine.workspace",
+    "count_notes": "mdsearch_ls.engine.indexdir",
     "create_embedder": "mdsearch_ls.engine.embedding",
-    "default_index_dir": "mdsearch_ls.engine.workspace",
-    "find_index_root": "mdsearch_ls.engine.workspace",
-    "has_index": "mdsearch_ls.engine.workspace",
+    "default_index_dir": "mdsearch_ls.engine.indexdir",
+    "find_index_root": "mdsearch_ls.engine.indexdir",
+    "has_index": "mdsearch_ls.engine.indexdir",
     "load_in_background": "mdsearch_ls.engine.folder",
     "match_spans": "mdsearch_ls.engine.render",
     "outline": "mdsearch_ls.engine.chunking",
@@ -103,6 +103,12 @@ if TYPE_CHECKING:
         load_in_background,
     )
     from mdsearch_ls.engine.hygiene import Duplicate, DuplicateOf, Mention
+    from mdsearch_ls.engine.indexdir import (
+        count_notes,
+        default_index_dir,
+        find_index_root,
+        has_index,
+    )
     from mdsearch_ls.engine.indexer import IndexReport
     from mdsearch_ls.engine.query import QueryError
     from mdsearch_ls.engine.render import (
@@ -122,10 +128,6 @@ if TYPE_CHECKING:
         Related,
         SearchResult,
         Workspace,
-        count_notes,
-        default_index_dir,
-        find_index_root,
-        has_index,
     )
     from mdsearch_ls.engine.writing import (
         LINK_STYLES,

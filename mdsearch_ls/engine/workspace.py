@@ -12,10 +12,8 @@ the folder's absolute path), so a synced vault never carries it and deleting it 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
-import re
 import shutil
 import sqlite3
 import time
@@ -28,7 +26,7 @@ import numpy as np
 
 from mdsearch_ls.config import INDEX_FIELDS, Settings, differs
 from mdsearch_ls.engine import chunking, sources
-from mdsearch_ls.engine.embedding import Embedder, space_model_name
+from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import (
     IndexLockedError,
     IndexOpenError,
@@ -37,9 +35,16 @@ from mdsearch_ls.engine.errors import (
     NotIndexedError,
     RequestError,
 )
+from mdsearch_ls.engine.indexdir import (  # re-exported: the seam names them here
+    DAMAGED_PREFIX,
+    Damaged,
+    IndexLock,
+    default_index_dir,
+    error_cause,
+    space_name,
+)
 from mdsearch_ls.engine.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
 from mdsearch_ls.engine.manifest import (
-    SCHEMA_VERSION,
     Manifest,
     ManifestEmptyError,
     is_damage,
@@ -53,157 +58,12 @@ from mdsearch_ls.engine.writing import WritingAids
 
 log = logging.getLogger(__name__)
 
-try:  # POSIX advisory locks; Windows falls back to msvcrt below.
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
-
-
-def cache_root() -> Path:
-    """Base folder for indexes: ``$MDSEARCH_CACHE_DIR`` or the platform's user cache dir."""
-    env = os.environ.get("MDSEARCH_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("mdsearch", appauthor=False))
-
-
-def default_index_dir(root: Path) -> Path:
-    """``<cache>/indexes/<folder name>-<hash of its path>``: readable and collision-free."""
-    absolute = root.expanduser().resolve()
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", absolute.name).strip("-") or "root"
-    digest = hashlib.sha1(str(absolute).encode()).hexdigest()[:12]
-    return cache_root() / "indexes" / f"{slug[:40]}-{digest}"
-
-
-def find_index_root(start: Path | str, index_dir: Path | str | None = None) -> Path | None:
-    """The notes folder a command run in ``start`` means: ``start`` or its nearest parent that has
-    an index (in the default place), like git finds its repository; None when there is none.
-
-    With ``index_dir`` (an index kept elsewhere), the folder it was built from (its ``ROOT``
-    file), whatever ``start`` is. Reads only: nothing is created.
-    """
-    if index_dir is not None:
-        try:
-            recorded = (Path(index_dir).expanduser() / "ROOT").read_text("utf-8").strip()
-        except OSError:
-            return None
-        root = Path(recorded)
-        return root if recorded and root.is_dir() else None
-    here = Path(start).expanduser().resolve()
-    for folder in (here, *here.parents):
-        candidate = default_index_dir(folder)
-        if candidate.is_dir() and any(candidate.glob("*.sqlite3")):
-            return folder
-    return None
-
-
-def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None = None,
-                seconds: float | None = None,
-                index_dir: Path | str | None = None) -> tuple[int, bool]:
-    """``(n, complete)``: how many notes indexing ``root`` with ``settings`` would take in,
-    counting at most past ``stop_after`` notes or for ``seconds``, so a front end can ask before
-    indexing a huge or surprising folder."""
-    root = Path(root).expanduser()
-    chosen = index_dir or settings.index_dir
-    idx = Path(chosen).expanduser().resolve() if chosen else default_index_dir(root)
-    return sources.count_notes(root, include=settings.include, exclude=settings.exclude,
-                               index_dir=idx, stop_after=stop_after, seconds=seconds)
-
-
-def has_index(root: Path | str, settings: Settings, index_dir: Path | str | None = None) -> bool:
-    """Whether ``root`` has an index for these settings' embedding space (a read open would
-    succeed); reads only."""
-    chosen = index_dir or settings.index_dir
-    idx = (Path(chosen).expanduser().resolve() if chosen
-           else default_index_dir(Path(root).expanduser()))
-    return (idx / f"{space_name(settings)}.sqlite3").is_file()
-
-
 # Embedding spaces of other settings kept beside the open one (the most recently opened first),
 # so switching a setting back and forth re-embeds nothing while a third one frees the oldest.
 KEEP_OTHER_SPACES = 1
 
-
-def space_name(settings: Settings) -> str:
-    """Collection name for one embedding space: changing model or chunking starts a new one
-    (and so does the int8 backend, whose vectors differ: ``space_model_name``)."""
-    model = re.sub(r"[^A-Za-z0-9._-]+", "-", space_model_name(settings)).strip("-._")
-    chunking_key = f"c{settings.chunk_size}-o{settings.chunk_overlap}"
-    return f"{model[:60] or 'model'}-{chunking_key}-v{SCHEMA_VERSION}"
-
-
-DAMAGED_PREFIX = "damaged-"
-"""Damaged files are moved into ``<index dir>/damaged-<time>/``; only the newest is kept."""
-
 # How many stored vectors an open looks up in Chroma to tell a sound graph from a broken one.
 _PROBES = 8
-
-
-class _Damaged(Exception):
-    """Internal: one part of the index (``manifest`` or ``vector store``) is damaged."""
-
-    def __init__(self, part: str, detail: str, paths: list[Path]) -> None:
-        super().__init__(f"{part}: {detail}")
-        self.part = part
-        self.detail = detail
-        self.paths = paths
-
-
-def _cause(exc: BaseException) -> str:
-    """The message of the error under a wrapper (StoreError adds its own words)."""
-    return short_error(exc.__cause__ or exc)
-
-
-class _Lock:
-    """An exclusive, non-blocking lock file; released when the process dies, however it dies.
-
-    ``probe``: only test whether another process holds it (never create the file, never write
-    our pid), then :meth:`release` at once.
-    """
-
-    def __init__(self, path: Path, *, probe: bool = False) -> None:
-        self.path = path
-        self._probe = probe
-        if probe:
-            self._fd = os.open(path, os.O_RDWR)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if fcntl is not None:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            else:  # pragma: no cover - Windows
-                import msvcrt
-
-                msvcrt.locking(self._fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            holder = ""
-            with contextlib.suppress(OSError):
-                holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip()
-            os.close(self._fd)
-            who = f" by process {holder}" if holder else ""
-            raise IndexLockedError(
-                f"the index in {path.parent} is in use{who} (an editor's mdsearch server or "
-                f"another mdsearch command). Close it, wait for it to finish, or pass "
-                f"--index-dir to use a separate index.",
-                holder=holder or None,
-            ) from None
-        if not probe:
-            os.ftruncate(self._fd, 0)
-            os.pwrite(self._fd, str(os.getpid()).encode(), 0)
-
-    def release(self) -> None:
-        if self._fd >= 0:
-            try:
-                if not self._probe:
-                    os.ftruncate(self._fd, 0)
-                if fcntl is not None:
-                    fcntl.flock(self._fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._fd)
-                self._fd = -1
 
 
 OpenMode = Literal["write", "read", "read-if-locked"]
@@ -268,7 +128,7 @@ class Workspace:
     # None when opened read-only: another process is (or may become) the writer.
     store: ChromaStore | None
     indexer: Indexer | None
-    _lock: _Lock | None
+    _lock: IndexLock | None
 
     @classmethod
     def open(
@@ -342,7 +202,7 @@ class Workspace:
         if read_only:
             self._open_read_only()
             return
-        self._lock = _Lock(self.index_dir / "writer.lock")
+        self._lock = IndexLock(self.index_dir / "writer.lock")
         try:
             (self.index_dir / "ROOT").write_text(str(self.root) + "\n", encoding="utf-8")
             self._open_healing()
@@ -377,7 +237,7 @@ class Workspace:
         while True:
             try:
                 self._open_stores()
-            except _Damaged as damage:
+            except Damaged as damage:
                 self._close_stores()
                 if damage.part in moved:  # damaged again right after a fresh start: give up
                     raise IndexOpenError(
@@ -403,7 +263,7 @@ class Workspace:
             log.info("%s", self.healed)  # the front end shows it (CLI stderr, showMessage)
 
     def _open_stores(self) -> None:
-        """One attempt at opening both stores; raises :class:`_Damaged` naming the damaged one."""
+        """One attempt at opening both stores; raises :class:`Damaged` naming the damaged one."""
         chroma_dir = self.index_dir / "chroma"
         path = self._manifest_path
         manifest_files = [path.with_name(path.name + s) for s in ("", "-wal", "-shm")]
@@ -411,13 +271,13 @@ class Workspace:
             self.manifest = Manifest(path)
         except sqlite3.DatabaseError as exc:
             if is_damage(exc):
-                raise _Damaged("manifest", str(exc), manifest_files) from exc
+                raise Damaged("manifest", str(exc), manifest_files) from exc
             raise IndexOpenError(f"the manifest in {self.index_dir} cannot be opened ({exc})") \
                 from exc
         try:
             self.store = ChromaStore(chroma_dir, self.space, batch_size=self.settings.batch_size)
         except StoreError as exc:
-            raise _Damaged("vector store", _cause(exc), [chroma_dir]) from exc
+            raise Damaged("vector store", error_cause(exc), [chroma_dir]) from exc
         try:
             self._stale_vectors = self.manifest.created and self.store.count() > 0
             if self._stale_vectors:
@@ -433,14 +293,14 @@ class Workspace:
             problem = self.store.probe(self.manifest.sample_vectors(_PROBES))
         except sqlite3.DatabaseError as exc:
             if is_damage(exc):
-                raise _Damaged("manifest", str(exc), manifest_files) from exc
+                raise Damaged("manifest", str(exc), manifest_files) from exc
             raise
         except (OSError, MdsearchError):
             raise
         except Exception as exc:  # anything else Chroma raises on a sound index is damage
-            raise _Damaged("vector store", short_error(exc), [chroma_dir]) from exc
+            raise Damaged("vector store", short_error(exc), [chroma_dir]) from exc
         if problem:
-            raise _Damaged("vector store", problem, [chroma_dir])
+            raise Damaged("vector store", problem, [chroma_dir])
 
     def _close_stores(self) -> None:
         for part in (getattr(self, "store", None), getattr(self, "manifest", None)):
@@ -450,7 +310,7 @@ class Workspace:
         self.store = None
         self.indexer = None
 
-    def _set_aside(self, damage: _Damaged) -> None:
+    def _set_aside(self, damage: Damaged) -> None:
         """Move damaged files into this open's ``damaged-<time>`` folder (older ones go)."""
         folder = self._damaged_dir
         try:
@@ -641,7 +501,7 @@ class Workspace:
     def _writer_alive(self) -> bool:
         """Whether some process holds the writer lock (probed without keeping it)."""
         try:
-            probe = _Lock(self.index_dir / "writer.lock", probe=True)
+            probe = IndexLock(self.index_dir / "writer.lock", probe=True)
         except IndexLockedError:
             return True
         except OSError:  # no lock file: nobody ever wrote here

@@ -14,15 +14,11 @@ from pathlib import Path
 import pytest
 
 from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.errors import IndexLockedError
+from mdsearch_ls.engine.indexdir import cache_root, default_index_dir, space_name
 from mdsearch_ls.engine.indexer import chunk_id
 from mdsearch_ls.engine.manifest import Manifest
-from mdsearch_ls.engine.workspace import (
-    IndexLockedError,
-    Workspace,
-    cache_root,
-    default_index_dir,
-    space_name,
-)
+from mdsearch_ls.engine.workspace import Workspace
 
 SECTION_WORDS = [
     "invoices", "payroll", "firewall", "backups", "hiring", "roadmap", "support", "releases",

@@ -1,0 +1,164 @@
+"""Where an index lives on disk, what its files are called, and who holds it.
+
+Paths and names only, no stores: the CLI asks "is this folder indexed?" and "which folder does
+this command mean?" before deciding whether to pay for opening anything, and the workspace takes
+the same answers, the writer lock and the damage marker from here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine import sources
+from mdsearch_ls.engine.embedding import space_model_name
+from mdsearch_ls.engine.errors import IndexLockedError
+from mdsearch_ls.engine.manifest import SCHEMA_VERSION
+from mdsearch_ls.engine.store import short_error
+
+try:  # POSIX advisory locks; Windows falls back to msvcrt below.
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+
+def cache_root() -> Path:
+    """Base folder for indexes: ``$MDSEARCH_CACHE_DIR`` or the platform's user cache dir."""
+    env = os.environ.get("MDSEARCH_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("mdsearch", appauthor=False))
+
+
+def default_index_dir(root: Path) -> Path:
+    """``<cache>/indexes/<folder name>-<hash of its path>``: readable and collision-free."""
+    absolute = root.expanduser().resolve()
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", absolute.name).strip("-") or "root"
+    digest = hashlib.sha1(str(absolute).encode()).hexdigest()[:12]
+    return cache_root() / "indexes" / f"{slug[:40]}-{digest}"
+
+
+def find_index_root(start: Path | str, index_dir: Path | str | None = None) -> Path | None:
+    """The notes folder a command run in ``start`` means: ``start`` or its nearest parent that has
+    an index (in the default place), like git finds its repository; None when there is none.
+
+    With ``index_dir`` (an index kept elsewhere), the folder it was built from (its ``ROOT``
+    file), whatever ``start`` is. Reads only: nothing is created.
+    """
+    if index_dir is not None:
+        try:
+            recorded = (Path(index_dir).expanduser() / "ROOT").read_text("utf-8").strip()
+        except OSError:
+            return None
+        root = Path(recorded)
+        return root if recorded and root.is_dir() else None
+    here = Path(start).expanduser().resolve()
+    for folder in (here, *here.parents):
+        candidate = default_index_dir(folder)
+        if candidate.is_dir() and any(candidate.glob("*.sqlite3")):
+            return folder
+    return None
+
+
+def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None = None,
+                seconds: float | None = None,
+                index_dir: Path | str | None = None) -> tuple[int, bool]:
+    """``(n, complete)``: how many notes indexing ``root`` with ``settings`` would take in,
+    counting at most past ``stop_after`` notes or for ``seconds``, so a front end can ask before
+    indexing a huge or surprising folder."""
+    root = Path(root).expanduser()
+    chosen = index_dir or settings.index_dir
+    idx = Path(chosen).expanduser().resolve() if chosen else default_index_dir(root)
+    return sources.count_notes(root, include=settings.include, exclude=settings.exclude,
+                               index_dir=idx, stop_after=stop_after, seconds=seconds)
+
+
+def has_index(root: Path | str, settings: Settings, index_dir: Path | str | None = None) -> bool:
+    """Whether ``root`` has an index for these settings' embedding space (a read open would
+    succeed); reads only."""
+    chosen = index_dir or settings.index_dir
+    idx = (Path(chosen).expanduser().resolve() if chosen
+           else default_index_dir(Path(root).expanduser()))
+    return (idx / f"{space_name(settings)}.sqlite3").is_file()
+
+
+def space_name(settings: Settings) -> str:
+    """Collection name for one embedding space: changing model or chunking starts a new one
+    (and so does the int8 backend, whose vectors differ: ``space_model_name``)."""
+    model = re.sub(r"[^A-Za-z0-9._-]+", "-", space_model_name(settings)).strip("-._")
+    chunking_key = f"c{settings.chunk_size}-o{settings.chunk_overlap}"
+    return f"{model[:60] or 'model'}-{chunking_key}-v{SCHEMA_VERSION}"
+
+
+DAMAGED_PREFIX = "damaged-"
+"""Damaged files are moved into ``<index dir>/damaged-<time>/``; only the newest is kept."""
+
+class Damaged(Exception):
+    """Internal: one part of the index (``manifest`` or ``vector store``) is damaged."""
+
+    def __init__(self, part: str, detail: str, paths: list[Path]) -> None:
+        super().__init__(f"{part}: {detail}")
+        self.part = part
+        self.detail = detail
+        self.paths = paths
+
+
+def error_cause(exc: BaseException) -> str:
+    """The message of the error under a wrapper (StoreError adds its own words)."""
+    return short_error(exc.__cause__ or exc)
+
+
+class IndexLock:
+    """An exclusive, non-blocking lock file; released when the process dies, however it dies.
+
+    ``probe``: only test whether another process holds it (never create the file, never write
+    our pid), then :meth:`release` at once.
+    """
+
+    def __init__(self, path: Path, *, probe: bool = False) -> None:
+        self.path = path
+        self._probe = probe
+        if probe:
+            self._fd = os.open(path, os.O_RDWR)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if fcntl is not None:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            else:  # pragma: no cover - Windows
+                import msvcrt
+
+                msvcrt.locking(self._fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            holder = ""
+            with contextlib.suppress(OSError):
+                holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip()
+            os.close(self._fd)
+            who = f" by process {holder}" if holder else ""
+            raise IndexLockedError(
+                f"the index in {path.parent} is in use{who} (an editor's mdsearch server or "
+                f"another mdsearch command). Close it, wait for it to finish, or pass "
+                f"--index-dir to use a separate index.",
+                holder=holder or None,
+            ) from None
+        if not probe:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, str(os.getpid()).encode(), 0)
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            try:
+                if not self._probe:
+                    os.ftruncate(self._fd, 0)
+                if fcntl is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = -1
