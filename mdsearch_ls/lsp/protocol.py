@@ -292,6 +292,9 @@ class MdSearchProtocol(LanguageServerProtocol):
 
     def __init__(self, server: Any, converter: Any) -> None:
         super().__init__(server, converter)
+        # cattrs' default for a ``str`` field is ``str(value)``: a null query became the text
+        # "None" and was searched. A string field takes a string or the request is invalid.
+        converter.register_structure_hook(str, _strict_str)
         self._init_state = "new"  # "new" -> "pending" (initialize running) -> "done"
         self._initialize_id: MsgId | None = None
         self._shutdown_requested = False
@@ -565,6 +568,12 @@ class MdSearchProtocol(LanguageServerProtocol):
             self._send_error(None, PARSE_ERROR, f"Parse error: {_exception_text(error)}")
             return True
         return False
+
+
+def _strict_str(value: Any, _type: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"expected a string, got {_got(value)}")
 
 
 def _is_notification_type(message_type: Any) -> bool:
