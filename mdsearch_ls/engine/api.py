@@ -74,6 +74,7 @@ _WHERE: dict[str, str] = {
     "has_index": "mdsearch_ls.engine.indexdir",
     "load_in_background": "mdsearch_ls.engine.folder",
     "match_spans": "mdsearch_ls.engine.render",
+    "merge_rankings": "mdsearch_ls.engine.merging",
     "outline": "mdsearch_ls.engine.chunking",
     "plain_text": "mdsearch_ls.engine.render",
     "query_terms": "mdsearch_ls.engine.render",
@@ -110,6 +111,7 @@ if TYPE_CHECKING:
         has_index,
     )
     from mdsearch_ls.engine.indexer import IndexReport
+    from mdsearch_ls.engine.merging import merge_rankings
     from mdsearch_ls.engine.query import QueryError
     from mdsearch_ls.engine.render import (
         Snippet,
@@ -203,6 +205,7 @@ __all__ = [
     "is_markdown",
     "load_in_background",
     "match_spans",
+    "merge_rankings",
     "outline",
     "plain_text",
     "query_terms",

@@ -33,6 +33,7 @@ from mdsearch_ls.engine.api import (
     WritingAids,
     create_embedder,
     load_in_background,
+    merge_rankings,
 )
 from mdsearch_ls.lsp.convert import path_to_uri, uri_to_path
 
@@ -311,14 +312,11 @@ class FolderManager:
     def search(
         self, request: SearchRequest, folders: Sequence[IndexedFolder] | None = None
     ) -> list[tuple[IndexedFolder, Hit]]:
-        """Search every (or the given) folder; several folders merge by similarity."""
+        """Search every (or the given) folder; several folders merge as the engine merges them
+        (each folder's own order kept), so the MCP server's order is the same."""
         chosen = list(folders) if folders is not None else list(self.folders.values())
-        merged: list[tuple[IndexedFolder, Hit]] = []
-        for folder in chosen:
-            merged.extend((folder, h) for h in folder.search(request).hits)
-        if len(chosen) > 1:
-            merged.sort(key=lambda fh: -(fh[1].score if fh[1].score is not None else -1.0))
-        return merged[: request.k]
+        lists = [[(folder, h) for h in folder.search(request).hits] for folder in chosen]
+        return merge_rankings(lists, request.k, lambda fh: fh[1].score)
 
     # ---- status -----------------------------------------------------------------------------
 

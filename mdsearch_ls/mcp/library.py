@@ -11,9 +11,8 @@ Paths: with one root, a note's path is its path relative to that root. With seve
 two roots share one). Every path a caller gives is resolved to exactly one folder or refused.
 
 Several roots are one searchable set: each folder answers the query with its own ranking, and
-the lists are merged by taking, at each step, the next hit of the folder whose next hit is most
-similar to the query (cosine similarity, comparable across folders since they share the model).
-A folder's own order is kept, so its hybrid ranking (keywords, titles) is never undone.
+the lists are merged by the engine's ``merge_rankings`` (each folder's order kept, the most
+similar head first), exactly as the language server merges its workspace folders.
 """
 
 from __future__ import annotations
@@ -593,29 +592,10 @@ class Library:
 
 
 def merge(lists: list[list[FoundHit]], k: int) -> list[FoundHit]:
-    """Merge per-folder rankings (see the module docstring): each folder's order is kept; the
-    next hit is the head with the highest similarity, a head without one (keyword mode) going
-    by rank, round robin."""
-    lists = [lst for lst in lists if lst]
-    if len(lists) == 1:
-        return lists[0][:k]
-    out: list[FoundHit] = []
-    pos = [0] * len(lists)
-    turn = 0
-    while len(out) < k:
-        heads = [(i, lst[pos[i]]) for i, lst in enumerate(lists) if pos[i] < len(lst)]
-        if not heads:
-            break
-        scored = [(h.hit.score, i) for i, h in heads if h.hit.score is not None]
-        if len(scored) == len(heads):
-            best = max(scored)[1]
-        else:
-            ids = [i for i, _ in heads]
-            best = min(ids, key=lambda i: (i - turn) % len(lists))
-            turn = best + 1
-        out.append(lists[best][pos[best]])
-        pos[best] += 1
-    return out
+    """Per-folder rankings as one list: the engine's merge, which every front end uses."""
+    from mdsearch_ls.engine.api import merge_rankings
+
+    return merge_rankings(lists, k, lambda h: h.hit.score)
 
 
 def _names(roots: list[Path]) -> dict[Path, str]:

@@ -37,6 +37,22 @@ async def test_warm_start_then_multi_root(tmp_path) -> None:
         assert b["files"] == a["files"] + 1
         hits = await server.search("frobnitz", mode="keyword")
         assert hits[0]["root"] == str(second.resolve())
+
+        # Two folders merge the way the engine merges them for every front end: each folder's
+        # own (hybrid) order is kept, the more similar head first.
+        query = "how do we roll back a bad release"
+        merged = await server.search(query, limit=10)
+        alone = {r: await server.search(query, limit=10, root=r)
+                 for r in (str(first.resolve()), str(second.resolve()))}
+        assert {h["root"] for h in merged} == set(alone)
+        for root, own in alone.items():
+            mine = [h["path"] for h in merged if h["root"] == root]
+            assert mine == [h["path"] for h in own][: len(mine)], (root, mine, own)
+        heads = {r: 0 for r in alone}
+        for h in merged:  # each pick was the most similar of the two folders' next hits
+            candidates = [alone[r][i]["score"] for r, i in heads.items() if i < len(alone[r])]
+            assert h["score"] == max(candidates), (h, candidates)
+            heads[h["root"]] += 1
         assert hits[0]["uri"] == (second / "extra.md").as_uri()
 
         server.client.workspace_did_change_workspace_folders(
