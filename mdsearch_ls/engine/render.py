@@ -322,6 +322,20 @@ def _window_start(text: str, spans: Sequence[tuple[int, int]], terms: Sequence[s
         count = distinct(lo)
         if count > best_count:
             best, best_count = lo, count
+    if best == 0:
+        return 0
+    # A match near the end of the section leaves the window half empty: fill it with what comes
+    # before, from a sentence start if that still fills most of it, else from a word start.
+    room = limit - len(ELLIPSIS)
+    if len(text) - best < room:
+        lo = max(0, len(text) - room)
+        if lo == 0:
+            return 0
+        sentence = text.find(". ", lo, best)
+        if sentence >= 0 and len(text) - (sentence + 2) >= room * 0.6:
+            return sentence + 2
+        space = text.find(" ", lo, best)
+        return space + 1 if space >= 0 else best
     return best
 
 

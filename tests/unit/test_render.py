@@ -92,6 +92,24 @@ def test_window_moves_to_the_words_the_query_asked_for() -> None:
     assert [found.text[s:e] for s, e in found.spans] == ["restic", "key"]
 
 
+def test_a_match_at_the_end_of_a_section_still_fills_the_window() -> None:
+    # "deploy" only in the last sentence: the snippet showed "…exceeds 5% in the 10 minutes
+    # after a deploy." (49 characters of 200) instead of the sentences that lead to it.
+    md = ("## Rolling back\n\nIf a release causes errors, roll back first and investigate later. "
+          "A rollback is announced in the releases channel and, if customers noticed, handled as "
+          "an incident. An automatic rollback triggers when the error rate exceeds 5% in the 10 "
+          "minutes after a deploy.")
+    snip = snippet(md, query_terms("undo a deploy"), 200)
+    assert len(snip.text) > 150, snip.text
+    assert snip.text.endswith("after a deploy.")
+    assert snip.text.startswith(ELLIPSIS) and " " not in snip.text[:2]  # from a word start
+    assert [snip.text[s:e] for s, e in snip.spans] == ["deploy"]
+    # A sentence start is preferred when it still fills most of the window.
+    short = snippet(md, query_terms("undo a deploy"), 130)
+    assert short.text == ELLIPSIS + ("An automatic rollback triggers when the error rate exceeds "
+                                     "5% in the 10 minutes after a deploy."), short.text
+
+
 @pytest.mark.parametrize("limit", [20, 37, 64, 100, 159, 200])
 def test_cuts_fall_between_words(limit: int) -> None:
     sentence = "Escalate to the on-call lead when more than five percent of requests "
