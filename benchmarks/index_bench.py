@@ -141,13 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--queries", type=Path, help="JSONL with a 'query' field per line")
     ap.add_argument("--n-queries", type=int, default=50)
+    ap.add_argument("--backend", default=None,
+                    help="embedder.backend (onnx, onnx-int8, torch); default: the default")
     ap.add_argument("--keep-index", type=Path,
                     help="leave the index here (for quality.py --index-dir)")
     args = ap.parse_args(argv)
 
     folder = args.folder.resolve()
     name = folder.name
-    out = args.out or ROOT / "benchmarks" / "results" / f"index-{name}.json"
+    suffix = f"-{args.backend}" if args.backend else ""
+    out = args.out or ROOT / "benchmarks" / "results" / f"index-{name}{suffix}.json"
     tmp = Path(tempfile.mkdtemp(prefix="mdsearch-bench-"))
     os.environ["MDSEARCH_CACHE_DIR"] = str(tmp / "cache")
     work = tmp / name
@@ -162,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
     }
     t_start = time.perf_counter()
-    settings = Settings()
+    settings = Settings(embedder_backend=args.backend) if args.backend else Settings()
+    result["backend"] = settings.embedder_backend
     embedder = TimedEmbedder(settings)
     ws = Workspace(work, settings, embedder, index_dir=index_dir)
     t_load = time.perf_counter()
