@@ -29,20 +29,15 @@ as pygls does.
 from __future__ import annotations
 
 import asyncio
-import collections.abc
-import enum
 import inspect
 import json
 import logging
-import re
-import types as pytypes
 import typing
 from concurrent.futures import Future
 from typing import Any
 
 import attrs
-from cattrs.errors import AttributeValidationNote, IterableValidationNote
-from lsprotocol import types, validators
+from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInternalError,
@@ -56,6 +51,13 @@ from pygls.protocol.json_rpc import (
 )
 from pygls.protocol.language_server import LanguageServerProtocol
 
+from mdsearch_ls.lsp.params import (
+    describe_params_error,
+    exception_text,
+    got,
+    one_line,
+)
+
 log = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
@@ -64,17 +66,7 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
 
-MAX_MESSAGE = 500  # characters of an error message sent to the client
-MAX_PROBLEMS = 3  # fields named in one InvalidParams message
-
-_MISSING = object()
 _NONE_TYPE = type(None)
-# lsprotocol's integer validators raise from the class's __init__, after cattrs has left the
-# attribute, so the attribute is only in their text: "Position.line should be in range
-# [0:2147483647], but was -1."
-_RANGE_ERROR = re.compile(
-    r"^\w+\.(?P<attr>\w+) should be in range \[(?P<lo>-?\d+):(?P<hi>-?\d+)\], but was .*\.$"
-)
 
 
 class _Rejected(Exception):
@@ -89,199 +81,6 @@ class _Rejected(Exception):
 def _valid_id(value: Any) -> bool:
     """LSP ids are integers or strings (JSON-RPC's ``null`` id is for errors only)."""
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
-
-
-def _one_line(text: str, limit: int = MAX_MESSAGE) -> str:
-    first = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
-    return first if len(first) <= limit else first[: limit - 1] + "…"
-
-
-def _exception_text(exc: BaseException) -> str:
-    """"ValueError: bad thing": what went wrong, without a traceback or a note."""
-    text = _one_line(str(exc))
-    name = type(exc).__name__
-    return _one_line(f"{name}: {text}" if text else name)
-
-
-# ---- naming what a field should have been ---------------------------------------------------
-
-
-def _json_name(attr_name: str) -> str:
-    """The JSON key of an lsprotocol attribute (lsprotocol's own camelCase rename)."""
-    name = attr_name[:-1] if attr_name.endswith("_") else attr_name
-    first, *rest = name.split("_")
-    return first + "".join(p.title() for p in rest)
-
-
-def _validators_of(field: attrs.Attribute | None) -> list[Any]:
-    out: list[Any] = []
-    todo = [field.validator] if field is not None and field.validator is not None else []
-    while todo:
-        v = todo.pop()
-        out.append(v)
-        todo.extend(getattr(v, "_validators", ()) or ())
-        inner = getattr(v, "validator", None)
-        if inner is not None:
-            todo.append(inner)
-    return out
-
-
-def _int_range(field: attrs.Attribute | None) -> tuple[int, int] | None:
-    found = _validators_of(field)
-    if validators.uinteger_validator in found:
-        return validators.UINTEGER_MIN_VALUE, validators.UINTEGER_MAX_VALUE
-    if validators.integer_validator in found:
-        return validators.INTEGER_MIN_VALUE, validators.INTEGER_MAX_VALUE
-    return None
-
-
-def _range_text(lo: int, hi: int) -> str:
-    if lo == 0:
-        return f"a non-negative integer up to {hi}"
-    return f"an integer from {lo} to {hi}"
-
-
-def _expected(tp: Any, field: attrs.Attribute | None = None) -> str:
-    """A reader's name for a type: "a string", "an object", "a non-negative integer"."""
-    if tp is int:
-        bounds = _int_range(field)
-        return _range_text(*bounds) if bounds else "an integer"
-    if tp is str:
-        return "a string"
-    if tp is bool:
-        return "true or false"
-    if tp is float:
-        return "a number"
-    if tp is _NONE_TYPE or tp is None:
-        return "null"
-    if tp is Any:
-        return "a value"
-    if isinstance(tp, type) and attrs.has(tp):
-        return "an object"
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        values = [json.dumps(m.value) for m in tp]
-        return "one of " + ", ".join(values[:8]) + (", …" if len(values) > 8 else "")
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin is typing.Union or origin is pytypes.UnionType:
-        parts: list[str] = []
-        for arg in args:
-            if arg is _NONE_TYPE:
-                continue
-            text = _expected(arg, field)
-            if text not in parts:
-                parts.append(text)
-        if _NONE_TYPE in args:
-            parts.append("null")
-        return " or ".join(parts)
-    if origin is typing.Literal:
-        return "one of " + ", ".join(json.dumps(a) for a in args)
-    if origin in (list, tuple, set, frozenset, collections.abc.Sequence,
-                  collections.abc.MutableSequence, collections.abc.Set):
-        return "an array"
-    if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
-        return "an object"
-    return getattr(tp, "__name__", str(tp))
-
-
-def _got(value: Any) -> str:
-    if value is _MISSING:
-        return "nothing"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return repr(value if len(value) <= 40 else value[:39] + "…")
-    if isinstance(value, int | float):
-        text = json.dumps(value)
-        return text if len(text) <= 40 else text[:39] + "…"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    return type(value).__name__
-
-
-def _dotted(path: tuple[str | int, ...]) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
-    return out or "message"
-
-
-def _sub_exceptions(exc: BaseException) -> tuple[BaseException, ...] | None:
-    """The parts of an exception group (cattrs' errors are groups; 3.10 has the backport)."""
-    subs = getattr(exc, "exceptions", None)
-    if isinstance(subs, tuple | list) and all(isinstance(e, BaseException) for e in subs):
-        return tuple(subs)
-    return None
-
-
-def _problems(
-    exc: BaseException,
-    path: tuple[str | int, ...],
-    raw: Any,
-    tp: Any,
-    field: attrs.Attribute | None = None,
-) -> collections.abc.Iterator[str]:
-    """What is wrong where, from cattrs' nested errors and the raw JSON they came from.
-
-    cattrs says which attribute failed in notes on each sub-exception; the value the client
-    sent is looked up along the same path, so the message can say what it got.
-    """
-    subs = _sub_exceptions(exc)
-    if subs is None:
-        yield f"{_dotted(path)}: expected {_expected(tp, field)}, got {_got(raw)}"
-        return
-    if isinstance(tp, type) and attrs.has(tp) and not isinstance(raw, dict):
-        # Every attribute failed because the value is not an object at all: say that once.
-        yield f"{_dotted(path)}: expected an object, got {_got(raw)}"
-        return
-    fields = attrs.fields_dict(tp) if isinstance(tp, type) and attrs.has(tp) else {}
-    for sub in subs:
-        notes = getattr(sub, "__notes__", ())
-        attr_note = next((n for n in notes if isinstance(n, AttributeValidationNote)), None)
-        item_note = next((n for n in notes if isinstance(n, IterableValidationNote)), None)
-        if attr_note is not None:
-            key = _json_name(attr_note.name)
-            child = raw.get(key, _MISSING) if isinstance(raw, dict) else _MISSING
-            sub_field = fields.get(attr_note.name)
-            if child is _MISSING and isinstance(sub, KeyError):
-                yield (f"{_dotted((*path, key))}: missing "
-                       f"(expected {_expected(attr_note.type, sub_field)})")
-                continue
-            yield from _problems(sub, (*path, key), child, attr_note.type, sub_field)
-        elif item_note is not None:
-            index = item_note.index
-            in_list = isinstance(raw, list) and isinstance(index, int) and 0 <= index < len(raw)
-            in_dict = isinstance(raw, dict) and index in raw
-            child = raw[index] if in_list or in_dict else _MISSING
-            yield from _problems(sub, (*path, index), child, item_note.type)
-        elif m := _RANGE_ERROR.match(_one_line(str(sub))):
-            key = _json_name(m["attr"])
-            child = raw.get(key, _MISSING) if isinstance(raw, dict) else _MISSING
-            yield (f"{_dotted((*path, key))}: expected {_range_text(int(m['lo']), int(m['hi']))}"
-                   f", got {_got(child)}")
-        elif _sub_exceptions(sub) is not None:
-            yield from _problems(sub, path, raw, tp, field)
-        else:
-            yield f"{_dotted(path)}: {_one_line(str(sub)) or type(sub).__name__}"
-
-
-def describe_params_error(method: str, exc: BaseException, message: dict[str, Any],
-                          message_type: Any) -> str:
-    """One line naming every field (up to three) that kept ``message`` from its type."""
-    found: list[str] = []
-    for problem in _problems(exc, (), message, message_type):
-        if problem not in found:
-            found.append(problem)
-    if not found:
-        found.append(f"params: {_exception_text(exc)}")
-    text = "; ".join(found[:MAX_PROBLEMS])
-    if len(found) > MAX_PROBLEMS:
-        text += f" (and {len(found) - MAX_PROBLEMS} more)"
-    return _one_line(f"{method}: {text}")
 
 
 # ---- the protocol -----------------------------------------------------------------------------
@@ -320,7 +119,7 @@ class MdSearchProtocol(LanguageServerProtocol):
         answerable = False
         try:
             if not isinstance(message, dict):
-                kind = "an array (batch)" if isinstance(message, list) else _got(message)
+                kind = "an array (batch)" if isinstance(message, list) else got(message)
                 answerable = True  # with id null: the sender cannot match it, but sees it
                 raise _Rejected(
                     INVALID_REQUEST,
@@ -344,11 +143,11 @@ class MdSearchProtocol(LanguageServerProtocol):
             method = message["method"]
             if not isinstance(method, str):
                 raise _Rejected(INVALID_REQUEST,
-                                    f"method: expected a string, got {_got(method)}")
+                                    f"method: expected a string, got {got(method)}")
             if has_id and msg_id is None:
                 raise _Rejected(
                     INVALID_REQUEST,
-                    f"{method}: id: expected an integer or a string, got {_got(message['id'])}",
+                    f"{method}: id: expected an integer or a string, got {got(message['id'])}",
                 )
             if has_id:
                 self._receive_request(msg_id, method, message)
@@ -363,9 +162,9 @@ class MdSearchProtocol(LanguageServerProtocol):
                 log.warning("ignored message: %s", err.message)
         except Exception as exc:
             # A bug of ours before the handler ran: still an answer, and the traceback in the log.
-            log.error("could not handle message %s", _one_line(repr(message), 200), exc_info=exc)
+            log.error("could not handle message %s", one_line(repr(message), 200), exc_info=exc)
             if answerable:
-                self._send_error(msg_id, INTERNAL_ERROR, _exception_text(exc))
+                self._send_error(msg_id, INTERNAL_ERROR, exception_text(exc))
 
     def _receive_request(self, msg_id: MsgId, method: str, message: dict[str, Any]) -> None:
         if method == types.INITIALIZE:
@@ -468,10 +267,10 @@ class MdSearchProtocol(LanguageServerProtocol):
         if msg_id is None:
             # lsprotocol leaves a None id out; JSON-RPC wants "id": null.
             self._send_data({"jsonrpc": self.VERSION, "id": None,
-                             "error": {"code": code, "message": _one_line(message)}})
+                             "error": {"code": code, "message": one_line(message)}})
         else:
             self._send_response(msg_id, error=types.ResponseError(code=code,
-                                                                  message=_one_line(message)))
+                                                                  message=one_line(message)))
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: MsgId) -> None:
         """A handler finished: its result, or its error without a traceback.
@@ -490,11 +289,11 @@ class MdSearchProtocol(LanguageServerProtocol):
             self._send_response(msg_id, result=future.result())
         elif isinstance(exc, JsonRpcException) and not isinstance(exc, JsonRpcInternalError):
             log.info("%s (id %s) answered with error %s: %s", method, msg_id, exc.code,
-                     _one_line(exc.message))
+                     one_line(exc.message))
             self._send_response(msg_id, error=exc.to_response_error())
         else:
             log.error("%s (id %s) failed", method, msg_id, exc_info=exc)
-            self._send_error(msg_id, INTERNAL_ERROR, f"{method} failed: {_exception_text(exc)}")
+            self._send_error(msg_id, INTERNAL_ERROR, f"{method} failed: {exception_text(exc)}")
 
     def _check_handler_result(self, future: Future[Any]) -> None:
         """A notification handler failed: the traceback to the log, once."""
@@ -502,7 +301,7 @@ class MdSearchProtocol(LanguageServerProtocol):
             return
         exc = future.exception()
         if exc is not None:
-            log.error("notification handler failed: %s", _exception_text(exc), exc_info=exc)
+            log.error("notification handler failed: %s", exception_text(exc), exc_info=exc)
 
     def _send_response(
         self,
@@ -514,7 +313,7 @@ class MdSearchProtocol(LanguageServerProtocol):
         door."""
         self._methods.pop(msg_id, None)
         if error is not None:
-            error = types.ResponseError(code=error.code, message=_one_line(error.message),
+            error = types.ResponseError(code=error.code, message=one_line(error.message),
                                         data=_safe_data(error.data))
         if self._init_state == "pending" and msg_id == self._initialize_id:
             self._init_state = "done" if error is None else "new"
@@ -538,7 +337,7 @@ class MdSearchProtocol(LanguageServerProtocol):
             body = json.dumps({
                 "jsonrpc": self.VERSION, "id": msg_id,
                 "error": {"code": INTERNAL_ERROR,
-                          "message": f"could not encode the answer: {_exception_text(exc)}"},
+                          "message": f"could not encode the answer: {exception_text(exc)}"},
             })
         try:
             if self._include_headers:
@@ -564,8 +363,8 @@ class MdSearchProtocol(LanguageServerProtocol):
         """pygls' read loop failed before a message existed (a body that is not JSON):
         answer -32700 with id null, as JSON-RPC asks. True when handled."""
         if isinstance(error, (ValueError, RecursionError)):  # JSONDecodeError, UnicodeDecodeError
-            log.warning("unreadable message: %s", _exception_text(error))
-            self._send_error(None, PARSE_ERROR, f"Parse error: {_exception_text(error)}")
+            log.warning("unreadable message: %s", exception_text(error))
+            self._send_error(None, PARSE_ERROR, f"Parse error: {exception_text(error)}")
             return True
         return False
 
@@ -573,7 +372,7 @@ class MdSearchProtocol(LanguageServerProtocol):
 def _strict_str(value: Any, _type: Any) -> str:
     if isinstance(value, str):
         return value
-    raise TypeError(f"expected a string, got {_got(value)}")
+    raise TypeError(f"expected a string, got {got(value)}")
 
 
 def _is_notification_type(message_type: Any) -> bool:
@@ -609,10 +408,10 @@ def report_server_error(server: Any, error: Exception, source: Any) -> None:
     if isinstance(protocol, MdSearchProtocol) and protocol.report_transport_error(error):
         return
     if isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError):
-        log.info("rejected request: %s", _one_line(str(error)))
+        log.info("rejected request: %s", one_line(str(error)))
     else:
         log.error("server error (%s): %s", getattr(source, "__name__", source),
-                  _exception_text(error))
+                  exception_text(error))
 
 
-__all__ = ["MdSearchProtocol", "describe_params_error", "report_server_error"]
+__all__ = ["MdSearchProtocol", "report_server_error"]
