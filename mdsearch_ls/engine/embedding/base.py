@@ -106,6 +106,12 @@ class BatchingEmbedder:
     max_batch = 32
     max_tokens = 4096
 
+    @property
+    def pad_ratio(self) -> float:
+        """How much padding a batch may carry (see :data:`PAD_RATIO`): a CPU's measure; a
+        backend on a GPU, where a small batch leaves the device idle, pads instead."""
+        return PAD_RATIO
+
     def __init__(self, *, query_cache_size: int = 256) -> None:
         self._lock = threading.RLock()
         self._model: Any = None
@@ -171,7 +177,8 @@ class BatchingEmbedder:
         with self._lock:
             payloads, lengths = self._tokenize(texts)
         out: np.ndarray | None = None
-        for batch in plan_batches(lengths, max_batch=self.max_batch, max_tokens=self.max_tokens):
+        for batch in plan_batches(lengths, max_batch=self.max_batch, max_tokens=self.max_tokens,
+                                  pad_ratio=self.pad_ratio):
             self._wait_for_queries()
             with self._lock:
                 vectors = self._embed_batch([payloads[i] for i in batch])

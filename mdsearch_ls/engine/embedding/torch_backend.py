@@ -74,6 +74,16 @@ class SentenceTransformerEmbedder(BatchingEmbedder):
             self.max_batch = batch_size
 
     @property
+    def pad_ratio(self) -> float:
+        # On a GPU a batch of a few texts leaves the device idle, and padding is nearly free
+        # there: only a CPU is worth cutting batches by length for.
+        model = self._model
+        device = getattr(model, "device", None)
+        if device is not None and getattr(device, "type", "cpu") != "cpu":
+            return 0.0
+        return super().pad_ratio
+
+    @property
     def name(self) -> str:
         from mdsearch_ls.engine.embedding import model_display_name
 
