@@ -18,7 +18,6 @@ from mdsearch_ls.engine import sources
 from mdsearch_ls.engine.embedding import space_model_name
 from mdsearch_ls.engine.errors import IndexLockedError
 from mdsearch_ls.engine.manifest import SCHEMA_VERSION
-from mdsearch_ls.engine.store import short_error
 
 try:  # POSIX advisory locks; Windows falls back to msvcrt below.
     import fcntl
@@ -98,20 +97,6 @@ def space_name(settings: Settings) -> str:
 
 DAMAGED_PREFIX = "damaged-"
 """Damaged files are moved into ``<index dir>/damaged-<time>/``; only the newest is kept."""
-
-class Damaged(Exception):
-    """Internal: one part of the index (``manifest`` or ``vector store``) is damaged."""
-
-    def __init__(self, part: str, detail: str, paths: list[Path]) -> None:
-        super().__init__(f"{part}: {detail}")
-        self.part = part
-        self.detail = detail
-        self.paths = paths
-
-
-def error_cause(exc: BaseException) -> str:
-    """The message of the error under a wrapper (StoreError adds its own words)."""
-    return short_error(exc.__cause__ or exc)
 
 
 class IndexLock:

@@ -35,12 +35,10 @@ from mdsearch_ls.engine.errors import (
     NotIndexedError,
     RequestError,
 )
-from mdsearch_ls.engine.indexdir import (  # re-exported: the seam names them here
+from mdsearch_ls.engine.indexdir import (
     DAMAGED_PREFIX,
-    Damaged,
     IndexLock,
     default_index_dir,
-    error_cause,
     space_name,
 )
 from mdsearch_ls.engine.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
@@ -64,6 +62,21 @@ KEEP_OTHER_SPACES = 1
 
 # How many stored vectors an open looks up in Chroma to tell a sound graph from a broken one.
 _PROBES = 8
+
+
+class _Damaged(Exception):
+    """Internal: one part of the index (``manifest`` or ``vector store``) is damaged."""
+
+    def __init__(self, part: str, detail: str, paths: list[Path]) -> None:
+        super().__init__(f"{part}: {detail}")
+        self.part = part
+        self.detail = detail
+        self.paths = paths
+
+
+def _cause(exc: BaseException) -> str:
+    """The message of the error under a wrapper (StoreError adds its own words)."""
+    return short_error(exc.__cause__ or exc)
 
 
 OpenMode = Literal["write", "read", "read-if-locked"]
@@ -237,7 +250,7 @@ class Workspace:
         while True:
             try:
                 self._open_stores()
-            except Damaged as damage:
+            except _Damaged as damage:
                 self._close_stores()
                 if damage.part in moved:  # damaged again right after a fresh start: give up
                     raise IndexOpenError(
@@ -263,7 +276,7 @@ class Workspace:
             log.info("%s", self.healed)  # the front end shows it (CLI stderr, showMessage)
 
     def _open_stores(self) -> None:
-        """One attempt at opening both stores; raises :class:`Damaged` naming the damaged one."""
+        """One attempt at opening both stores; raises :class:`_Damaged` naming the damaged one."""
         chroma_dir = self.index_dir / "chroma"
         path = self._manifest_path
         manifest_files = [path.with_name(path.name + s) for s in ("", "-wal", "-shm")]
@@ -271,13 +284,13 @@ class Workspace:
             self.manifest = Manifest(path)
         except sqlite3.DatabaseError as exc:
             if is_damage(exc):
-                raise Damaged("manifest", str(exc), manifest_files) from exc
+                raise _Damaged("manifest", str(exc), manifest_files) from exc
             raise IndexOpenError(f"the manifest in {self.index_dir} cannot be opened ({exc})") \
                 from exc
         try:
             self.store = ChromaStore(chroma_dir, self.space, batch_size=self.settings.batch_size)
         except StoreError as exc:
-            raise Damaged("vector store", error_cause(exc), [chroma_dir]) from exc
+            raise _Damaged("vector store", _cause(exc), [chroma_dir]) from exc
         try:
             self._stale_vectors = self.manifest.created and self.store.count() > 0
             if self._stale_vectors:
@@ -293,14 +306,14 @@ class Workspace:
             problem = self.store.probe(self.manifest.sample_vectors(_PROBES))
         except sqlite3.DatabaseError as exc:
             if is_damage(exc):
-                raise Damaged("manifest", str(exc), manifest_files) from exc
+                raise _Damaged("manifest", str(exc), manifest_files) from exc
             raise
         except (OSError, MdsearchError):
             raise
         except Exception as exc:  # anything else Chroma raises on a sound index is damage
-            raise Damaged("vector store", short_error(exc), [chroma_dir]) from exc
+            raise _Damaged("vector store", short_error(exc), [chroma_dir]) from exc
         if problem:
-            raise Damaged("vector store", problem, [chroma_dir])
+            raise _Damaged("vector store", problem, [chroma_dir])
 
     def _close_stores(self) -> None:
         for part in (getattr(self, "store", None), getattr(self, "manifest", None)):
@@ -310,7 +323,7 @@ class Workspace:
         self.store = None
         self.indexer = None
 
-    def _set_aside(self, damage: Damaged) -> None:
+    def _set_aside(self, damage: _Damaged) -> None:
         """Move damaged files into this open's ``damaged-<time>`` folder (older ones go)."""
         folder = self._damaged_dir
         try:

@@ -24,7 +24,7 @@ MAX_MESSAGE = 500  # characters of an error message sent to the client
 MAX_PROBLEMS = 3  # fields named in one InvalidParams message
 
 _MISSING = object()
-_NONE_TYPE = type(None)
+NONE_TYPE = type(None)
 # lsprotocol's integer validators raise from the class's __init__, after cattrs has left the
 # attribute, so the attribute is only in their text: "Position.line should be in range
 # [0:2147483647], but was -1."
@@ -96,7 +96,7 @@ def _expected(tp: Any, field: attrs.Attribute | None = None) -> str:
         return "true or false"
     if tp is float:
         return "a number"
-    if tp is _NONE_TYPE or tp is None:
+    if tp is NONE_TYPE or tp is None:
         return "null"
     if tp is Any:
         return "a value"
@@ -110,12 +110,12 @@ def _expected(tp: Any, field: attrs.Attribute | None = None) -> str:
     if origin is typing.Union or origin is pytypes.UnionType:
         parts: list[str] = []
         for arg in args:
-            if arg is _NONE_TYPE:
+            if arg is NONE_TYPE:
                 continue
             text = _expected(arg, field)
             if text not in parts:
                 parts.append(text)
-        if _NONE_TYPE in args:
+        if NONE_TYPE in args:
             parts.append("null")
         return " or ".join(parts)
     if origin is typing.Literal:

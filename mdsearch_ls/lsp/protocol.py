@@ -52,6 +52,7 @@ from pygls.protocol.json_rpc import (
 from pygls.protocol.language_server import LanguageServerProtocol
 
 from mdsearch_ls.lsp.params import (
+    NONE_TYPE,
     describe_params_error,
     exception_text,
     got,
@@ -65,9 +66,6 @@ INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
-
-_NONE_TYPE = type(None)
-
 
 class _Rejected(Exception):
     """A message refused before dispatch: answered with ``code`` when it has an id."""
@@ -387,7 +385,7 @@ def _params_are_void(message_type: Any) -> bool:
     if params is None:
         return False
     args = typing.get_args(params.type)
-    return params.type is _NONE_TYPE or (bool(args) and all(a is _NONE_TYPE for a in args))
+    return params.type is NONE_TYPE or (bool(args) and all(a is NONE_TYPE for a in args))
 
 
 def _safe_data(data: Any) -> Any:
