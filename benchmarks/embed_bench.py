@@ -156,7 +156,7 @@ def pipeline_child(backend: str, folder: Path, out: Path) -> None:
 def corpus_chunks(folder: Path) -> list[str]:
     sys.path.insert(0, str(ROOT))
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine import chunking
+    from mdsearch_ls.engine.notes import chunking
 
     s = Settings()
     texts = []

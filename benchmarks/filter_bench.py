@@ -31,7 +31,7 @@ from quality import sanitize  # noqa: E402  (benchmarks/ is on sys.path when run
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
-from mdsearch_ls.engine.query import parse_query  # noqa: E402
+from mdsearch_ls.engine.search.query import parse_query  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 MODES = ("hybrid", "semantic", "keyword")

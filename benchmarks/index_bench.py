@@ -344,7 +344,7 @@ def _folder_prefix(path: str) -> str:
 
 
 def _filters(flt: str):  # type: ignore[no-untyped-def]
-    from mdsearch_ls.engine.query import parse_query
+    from mdsearch_ls.engine.search.query import parse_query
 
     return parse_query(flt).filters
 

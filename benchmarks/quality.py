@@ -42,9 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mdsearch_ls.config import Settings  # noqa: E402
-from mdsearch_ls.engine import manifest as manifest_mod  # noqa: E402
 from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
-from mdsearch_ls.engine.ranking import RankingParams  # noqa: E402
+from mdsearch_ls.engine.index import manifest as manifest_mod  # noqa: E402
+from mdsearch_ls.engine.search.ranking import RankingParams  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 K = 10
@@ -182,7 +182,7 @@ class Scores:
 def score(ws: Workspace, bm25: BM25, queries: list[dict], modes: list[str],
           transform: Callable[[str], str], want_misses: int) -> Scores:
     """Run every query (as ``transform`` makes it) in every mode; a refused query is a miss."""
-    from mdsearch_ls.engine.query import QueryError
+    from mdsearch_ls.engine.search.query import QueryError
 
     out = Scores({m: [] for m in [*modes, "bm25"]}, {m: [] for m in modes})
     for q in queries:
@@ -223,7 +223,8 @@ def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
     want = tokenizer or engine
     if want == current:
         return current
-    from mdsearch_ls.engine import chunking, sources
+    from mdsearch_ls.engine.notes import chunking
+    from mdsearch_ls.engine.notes import files as sources
 
     with conn:
         conn.execute("DROP TABLE chunks_fts")

@@ -29,7 +29,7 @@ from quality import ranking_params  # noqa: E402  (benchmarks/ is on sys.path as
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
-from mdsearch_ls.engine.ranking import RankingParams  # noqa: E402
+from mdsearch_ls.engine.search.ranking import RankingParams  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 

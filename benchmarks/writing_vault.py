@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mdsearch_ls.config import Settings  # noqa: E402
-from mdsearch_ls.engine import chunking  # noqa: E402
+from mdsearch_ls.engine.notes import chunking  # noqa: E402
 
 TLDR = ROOT.parent / "shared" / "corpora" / "tldr" / "pages"
 _MNEMONIC = re.compile(r"\[(\w{1,3})\]")

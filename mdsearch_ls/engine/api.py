@@ -29,62 +29,61 @@ from typing import TYPE_CHECKING, Any
 # for what it touches, so `mdsearch search` on an up-to-date index never imports the
 # indexer, the chunker or Chroma, and `--help` imports none of them.
 _WHERE: dict[str, str] = {
-    "Duplicate": "mdsearch_ls.engine.hygiene",
-    "DuplicateOf": "mdsearch_ls.engine.hygiene",
-    "Mention": "mdsearch_ls.engine.hygiene",
-    "LINK_STYLES": "mdsearch_ls.engine.writing",
-    "LinkCandidate": "mdsearch_ls.engine.writing",
-    "LinkCompletion": "mdsearch_ls.engine.writing",
-    "LinkedRelated": "mdsearch_ls.engine.writing",
-    "LinkSuggestion": "mdsearch_ls.engine.writing",
-    "LinkTarget": "mdsearch_ls.engine.writing",
-    "WritingAids": "mdsearch_ls.engine.writing",
+    "Duplicate": "mdsearch_ls.engine.writing.mentions",
+    "DuplicateOf": "mdsearch_ls.engine.writing.mentions",
+    "Mention": "mdsearch_ls.engine.writing.mentions",
+    "LINK_STYLES": "mdsearch_ls.engine.writing.aids",
+    "LinkCandidate": "mdsearch_ls.engine.writing.aids",
+    "LinkCompletion": "mdsearch_ls.engine.writing.aids",
+    "LinkedRelated": "mdsearch_ls.engine.writing.aids",
+    "LinkSuggestion": "mdsearch_ls.engine.writing.aids",
+    "LinkTarget": "mdsearch_ls.engine.writing.aids",
+    "WritingAids": "mdsearch_ls.engine.writing.aids",
     "Embedder": "mdsearch_ls.engine.embedding",
-    "Heading": "mdsearch_ls.engine.chunking",
-    "Hit": "mdsearch_ls.engine.search",
+    "Heading": "mdsearch_ls.engine.notes.chunking",
+    "Hit": "mdsearch_ls.engine.search.searcher",
     "IndexLockedError": "mdsearch_ls.engine.errors",
     "IndexOpenError": "mdsearch_ls.engine.errors",
     "IndexReadOnlyError": "mdsearch_ls.engine.errors",
-    "IndexReport": "mdsearch_ls.engine.indexer",
+    "IndexReport": "mdsearch_ls.engine.index.indexer",
     "IndexState": "mdsearch_ls.engine.workspace",
-    "IndexedFolder": "mdsearch_ls.engine.folder",
-    "MARKDOWN_SUFFIXES": "mdsearch_ls.engine.sources",
-    "MAX_LIMIT": "mdsearch_ls.engine.requests",
+    "IndexedFolder": "mdsearch_ls.engine.service.folder",
+    "MARKDOWN_SUFFIXES": "mdsearch_ls.engine.notes.files",
+    "MAX_LIMIT": "mdsearch_ls.engine.search.requests",
     "MdsearchError": "mdsearch_ls.engine.errors",
     "ModelLoadError": "mdsearch_ls.engine.embedding",
     "NotIndexedError": "mdsearch_ls.engine.errors",
     "OpenMode": "mdsearch_ls.engine.workspace",
-    "QueryError": "mdsearch_ls.engine.query",
+    "QueryError": "mdsearch_ls.engine.search.query",
     "Related": "mdsearch_ls.engine.workspace",
-    "RelatedRequest": "mdsearch_ls.engine.requests",
+    "RelatedRequest": "mdsearch_ls.engine.search.requests",
     "RequestError": "mdsearch_ls.engine.errors",
-    "STATE_ERROR": "mdsearch_ls.engine.folder",
-    "STATE_INDEXING": "mdsearch_ls.engine.folder",
-    "STATE_LOADING": "mdsearch_ls.engine.folder",
-    "STATE_READY": "mdsearch_ls.engine.folder",
-    "STATE_STARTING": "mdsearch_ls.engine.folder",
-    "SearchRequest": "mdsearch_ls.engine.requests",
+    "STATE_ERROR": "mdsearch_ls.engine.service.folder",
+    "STATE_INDEXING": "mdsearch_ls.engine.service.folder",
+    "STATE_LOADING": "mdsearch_ls.engine.service.folder",
+    "STATE_READY": "mdsearch_ls.engine.service.folder",
+    "STATE_STARTING": "mdsearch_ls.engine.service.folder",
+    "SearchRequest": "mdsearch_ls.engine.search.requests",
     "SearchResult": "mdsearch_ls.engine.workspace",
-    "Snippet": "mdsearch_ls.engine.render",
+    "Snippet": "mdsearch_ls.engine.search.preview",
     "Workspace": "mdsearch_ls.engine.workspace",
-    "count_notes": "mdsearch_ls.engine.indexdir",
+    "count_notes": "mdsearch_ls.engine.index.layout",
     "create_embedder": "mdsearch_ls.engine.embedding",
-    "default_index_dir": "mdsearch_ls.engine.indexdir",
-    "find_index_root": "mdsearch_ls.engine.indexdir",
-    "has_index": "mdsearch_ls.engine.indexdir",
-    "load_in_background": "mdsearch_ls.engine.folder",
-    "match_spans": "mdsearch_ls.engine.render",
-    "merge_rankings": "mdsearch_ls.engine.merging",
-    "outline": "mdsearch_ls.engine.chunking",
-    "plain_text": "mdsearch_ls.engine.render",
-    "query_terms": "mdsearch_ls.engine.render",
-    "snippet": "mdsearch_ls.engine.render",
-    "wrap": "mdsearch_ls.engine.render",
+    "default_index_dir": "mdsearch_ls.engine.index.layout",
+    "find_index_root": "mdsearch_ls.engine.index.layout",
+    "has_index": "mdsearch_ls.engine.index.layout",
+    "load_in_background": "mdsearch_ls.engine.service.folder",
+    "match_spans": "mdsearch_ls.engine.search.preview",
+    "merge_rankings": "mdsearch_ls.engine.search.merging",
+    "outline": "mdsearch_ls.engine.notes.chunking",
+    "plain_text": "mdsearch_ls.engine.search.preview",
+    "query_terms": "mdsearch_ls.engine.search.preview",
+    "snippet": "mdsearch_ls.engine.search.preview",
+    "wrap": "mdsearch_ls.engine.search.preview",
 }
 
 
 if TYPE_CHECKING:
-    from mdsearch_ls.engine.chunking import Heading, outline
     from mdsearch_ls.engine.embedding import Embedder, ModelLoadError, create_embedder
     from mdsearch_ls.engine.errors import (
         IndexLockedError,
@@ -94,7 +93,28 @@ if TYPE_CHECKING:
         NotIndexedError,
         RequestError,
     )
-    from mdsearch_ls.engine.folder import (
+    from mdsearch_ls.engine.index.indexer import IndexReport
+    from mdsearch_ls.engine.index.layout import (
+        count_notes,
+        default_index_dir,
+        find_index_root,
+        has_index,
+    )
+    from mdsearch_ls.engine.notes.chunking import Heading, outline
+    from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
+    from mdsearch_ls.engine.search.merging import merge_rankings
+    from mdsearch_ls.engine.search.preview import (
+        Snippet,
+        match_spans,
+        plain_text,
+        query_terms,
+        snippet,
+        wrap,
+    )
+    from mdsearch_ls.engine.search.query import QueryError
+    from mdsearch_ls.engine.search.requests import MAX_LIMIT, RelatedRequest, SearchRequest
+    from mdsearch_ls.engine.search.searcher import Hit
+    from mdsearch_ls.engine.service.folder import (
         STATE_ERROR,
         STATE_INDEXING,
         STATE_LOADING,
@@ -103,27 +123,6 @@ if TYPE_CHECKING:
         IndexedFolder,
         load_in_background,
     )
-    from mdsearch_ls.engine.hygiene import Duplicate, DuplicateOf, Mention
-    from mdsearch_ls.engine.indexdir import (
-        count_notes,
-        default_index_dir,
-        find_index_root,
-        has_index,
-    )
-    from mdsearch_ls.engine.indexer import IndexReport
-    from mdsearch_ls.engine.merging import merge_rankings
-    from mdsearch_ls.engine.query import QueryError
-    from mdsearch_ls.engine.render import (
-        Snippet,
-        match_spans,
-        plain_text,
-        query_terms,
-        snippet,
-        wrap,
-    )
-    from mdsearch_ls.engine.requests import MAX_LIMIT, RelatedRequest, SearchRequest
-    from mdsearch_ls.engine.search import Hit
-    from mdsearch_ls.engine.sources import MARKDOWN_SUFFIXES
     from mdsearch_ls.engine.workspace import (
         IndexState,
         OpenMode,
@@ -131,7 +130,7 @@ if TYPE_CHECKING:
         SearchResult,
         Workspace,
     )
-    from mdsearch_ls.engine.writing import (
+    from mdsearch_ls.engine.writing.aids import (
         LINK_STYLES,
         LinkCandidate,
         LinkCompletion,
@@ -140,6 +139,7 @@ if TYPE_CHECKING:
         LinkTarget,
         WritingAids,
     )
+    from mdsearch_ls.engine.writing.mentions import Duplicate, DuplicateOf, Mention
 
 
 def __getattr__(name: str) -> Any:
@@ -153,7 +153,7 @@ def __getattr__(name: str) -> Any:
 
 def is_markdown(path: str) -> bool:
     """Whether a file name is a note mdsearch indexes (by its suffix)."""
-    from mdsearch_ls.engine.sources import MARKDOWN_SUFFIXES
+    from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
 
     return path.lower().endswith(MARKDOWN_SUFFIXES)
 

@@ -1,7 +1,8 @@
 """One folder of notes and its index: the facade every front end talks to.
 
 A :class:`Workspace` owns the lock, the manifest, the Chroma collection, the single
-:class:`~mdsearch_ls.engine.indexer.Indexer` and a :class:`~mdsearch_ls.engine.search.Searcher`.
+:class:`~mdsearch_ls.engine.index.indexer.Indexer` and a
+:class:`~mdsearch_ls.engine.search.searcher.Searcher`.
 Front ends (CLI, language server, MCP) call it and translate its exceptions; none of them touches
 the stores directly.
 
@@ -25,7 +26,6 @@ from typing import Any, Literal
 import numpy as np
 
 from mdsearch_ls.config import INDEX_FIELDS, Settings, differs
-from mdsearch_ls.engine import chunking, sources
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import (
     IndexLockedError,
@@ -35,24 +35,26 @@ from mdsearch_ls.engine.errors import (
     NotIndexedError,
     RequestError,
 )
-from mdsearch_ls.engine.indexdir import (
+from mdsearch_ls.engine.index.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
+from mdsearch_ls.engine.index.layout import (
     DAMAGED_PREFIX,
     IndexLock,
     default_index_dir,
     space_name,
 )
-from mdsearch_ls.engine.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
-from mdsearch_ls.engine.manifest import (
+from mdsearch_ls.engine.index.manifest import (
     Manifest,
     ManifestEmptyError,
     is_damage,
 )
-from mdsearch_ls.engine.records import ChunkRecord
-from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest
-from mdsearch_ls.engine.search import Hit, Searcher
-from mdsearch_ls.engine.store import ChromaStore, StoreError, short_error
-from mdsearch_ls.engine.vectors import mean_vector
-from mdsearch_ls.engine.writing import WritingAids
+from mdsearch_ls.engine.index.vector_store import ChromaStore, StoreError, short_error
+from mdsearch_ls.engine.locations import ChunkRecord
+from mdsearch_ls.engine.notes import chunking
+from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
+from mdsearch_ls.engine.search.searcher import Hit, Searcher
+from mdsearch_ls.engine.search.vectors import mean_vector
+from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
 
@@ -619,7 +621,7 @@ class Workspace:
     def pending_changes(self) -> int:
         """How many notes an update would read or drop; 0 when the index is up to date. Stats
         files only, works read-only: a front end asks before opening for writing."""
-        from mdsearch_ls.engine.freshness import pending_changes
+        from mdsearch_ls.engine.index.freshness import pending_changes
 
         with self._reading():
             return pending_changes(self.root, self.settings, self.manifest, self.index_dir)
@@ -637,7 +639,8 @@ class Workspace:
 
     def chunk_texts(self, chunk_ids: Iterable[str]) -> dict[str, str]:
         """The markdown of indexed chunks by id (a hit's ``chunk_id``), for front ends that
-        render their own snippet (see :mod:`mdsearch_ls.engine.render`); unknown ids are left
+        render their own snippet (see :mod:`mdsearch_ls.engine.search.preview`); unknown ids are
+        left
         out. Any thread; works read-only."""
         return {cid: rec.text for cid, rec in self.manifest.get_chunks(list(chunk_ids)).items()}
 

@@ -9,7 +9,8 @@ Threading model (pygls 2 runs handlers on one asyncio loop):
 * the model is shared by all folders and loads once, in the background, after ``initialized``;
 * anything sent to the client from another thread goes through ``loop.call_soon_threadsafe``.
 
-What the server does lives in :mod:`mdsearch_ls.lsp.folders` (the service every feature uses)
+What the server does lives in :mod:`mdsearch_ls.lsp.workspace_folders` (the service every feature
+uses)
 and :mod:`mdsearch_ls.lsp.features` (one module per LSP surface); this module only connects them
 to pygls and to stdio.
 """
@@ -33,7 +34,7 @@ from pygls.lsp.server import LanguageServer
 from mdsearch_ls import __version__
 from mdsearch_ls.logs import configure_logging
 from mdsearch_ls.lsp import protocol
-from mdsearch_ls.lsp.folders import FolderManager
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger("mdsearch_ls.lsp")
 

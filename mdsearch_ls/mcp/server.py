@@ -42,7 +42,7 @@ from mcp.types import Tool as MCPTool
 from mdsearch_ls import __version__
 from mdsearch_ls.config import Settings
 from mdsearch_ls.mcp import tools
-from mdsearch_ls.mcp.library import Library, LibraryError
+from mdsearch_ls.mcp.roots import Library, LibraryError
 
 log = logging.getLogger(__name__)
 

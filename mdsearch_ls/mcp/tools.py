@@ -7,7 +7,7 @@ in-process by tests and the protocol glue in :mod:`mdsearch_ls.mcp.server` stays
 Conventions every tool keeps, so an assistant can rely on them:
 
 * line numbers are 1-based and inclusive, in what tools return and in what they accept;
-* a path is shown as the tools accept it back (see :mod:`mdsearch_ls.mcp.library`);
+* a path is shown as the tools accept it back (see :mod:`mdsearch_ls.mcp.roots`);
 * ``max_tokens`` bounds the text content of the answer (headers, section texts, notes) in the
   estimate of :mod:`mdsearch_ls.mcp.tokens`; ``structuredContent`` carries the same texts;
 * text is cut only between words (at a line end when one is near), and a cut says where the rest
@@ -22,14 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mdsearch_ls.mcp import sections
-from mdsearch_ls.mcp.library import FoundHit, Library, LibraryError
-from mdsearch_ls.mcp.render import (
+from mdsearch_ls.mcp import read_section as sections
+from mdsearch_ls.mcp.answers import (
     Answer,
     ToolInputError,
     render_hits,
     state_note,
 )
+from mdsearch_ls.mcp.roots import FoundHit, Library, LibraryError
 
 SEARCH_LIMIT = 8
 SEARCH_MAX_TOKENS = 2000

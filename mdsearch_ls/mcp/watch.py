@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mdsearch_ls.mcp.library import Library
+    from mdsearch_ls.mcp.roots import Library
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.indexdir import DAMAGED_PREFIX
+from mdsearch_ls.engine.index.layout import DAMAGED_PREFIX
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import EXAMPLE_VAULT, REPO, FakeEmbedder
 from tests.index_state import IndexSnapshot, clean_build, snapshot

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.indexdir import space_name
+from mdsearch_ls.engine.index.layout import space_name
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import REPO, FakeEmbedder, copy_vault
 from tests.index_state import assert_consistent, clean_build, snapshot

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine import chunking
+from mdsearch_ls.engine.notes import chunking
 
 pytestmark = pytest.mark.slow
 

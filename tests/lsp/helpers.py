@@ -6,7 +6,7 @@ import re
 from pathlib import Path, PurePosixPath
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine import chunking
+from mdsearch_ls.engine.notes import chunking
 
 
 def expected_counts(root: Path) -> tuple[int, int]:

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from mcp_harness import EXAMPLE_VAULT, wait_until
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.mcp import render, tools
-from mdsearch_ls.mcp.library import FoundHit, Library, LibraryError, merge
+from mdsearch_ls.mcp import answers as render
+from mdsearch_ls.mcp import tools
+from mdsearch_ls.mcp.roots import FoundHit, Library, LibraryError, merge
 from mdsearch_ls.mcp.tokens import TokenCounter, share
 
 TOKENS = TokenCounter()

@@ -1,4 +1,4 @@
-"""Tests for mdsearch_ls.engine.chunking: outline, sections, chunks, Obsidian syntax."""
+"""Tests for mdsearch_ls.engine.notes.chunking: outline, sections, chunks, Obsidian syntax."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mdsearch_ls.engine.chunking import (
+from mdsearch_ls.engine.notes.chunking import (
     Chunk,
     ParsedNote,
     normalize_obsidian,
@@ -18,7 +18,7 @@ from mdsearch_ls.engine.chunking import (
     parse_note,
     section_at_line,
 )
-from mdsearch_ls.engine.outline import Heading
+from mdsearch_ls.engine.notes.outline import Heading
 
 # The CommonMark spec's heading examples (CC-BY-SA 4.0, see the license file beside it).
 CM_TABLE = Path(__file__).parents[1] / "fixtures" / "commonmark-headings.jsonl"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.sources import looks_binary, read_source, scan
+from mdsearch_ls.engine.notes.files import looks_binary, read_source, scan
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import FakeEmbedder, write_note
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mdsearch_ls.engine.sources import SourceFilter, count_notes, scan
+from mdsearch_ls.engine.notes.files import SourceFilter, count_notes, scan
 
 
 def _tree(root: Path) -> None:

@@ -25,7 +25,7 @@ from mdsearch_ls.engine.embedding import (
     plan_batches,
     space_model_name,
 )
-from mdsearch_ls.engine.indexdir import space_name
+from mdsearch_ls.engine.index.layout import space_name
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -35,8 +35,8 @@ from hypothesis.stateful import (
 )
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.manifest import Manifest
-from mdsearch_ls.engine.store import ChromaStore
+from mdsearch_ls.engine.index.manifest import Manifest
+from mdsearch_ls.engine.index.vector_store import ChromaStore
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import FakeEmbedder
 from tests.index_state import assert_consistent, snapshot

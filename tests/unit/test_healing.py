@@ -23,8 +23,8 @@ import pytest
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import IndexOpenError, NotIndexedError
-from mdsearch_ls.engine.folder import IndexedFolder
-from mdsearch_ls.engine.indexdir import DAMAGED_PREFIX, space_name
+from mdsearch_ls.engine.index.layout import DAMAGED_PREFIX, space_name
+from mdsearch_ls.engine.service.folder import IndexedFolder
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import REPO, FakeEmbedder, write_note
 from tests.index_state import IndexSnapshot, assert_consistent, clean_build, snapshot

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mdsearch_ls.engine.keyword import STOPWORDS, build_match, phrase_match, tokens
-from mdsearch_ls.engine.manifest import Manifest
-from mdsearch_ls.engine.records import ChunkRecord, FileRecord, FileUpdate
+from mdsearch_ls.engine.index.manifest import Manifest
+from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
+from mdsearch_ls.engine.search.keyword import STOPWORDS, build_match, phrase_match, tokens
 
 
 def test_tokens_split_like_unicode61():

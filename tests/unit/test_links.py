@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdsearch_ls.engine.links import (
+from mdsearch_ls.engine.notes.links import (
     Link,
     Resolver,
     find_block,

@@ -17,7 +17,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from mdsearch_ls.lsp.convert import escape_markdown, path_to_uri, related_markdown
 from mdsearch_ls.lsp.features import commands, hover, symbols, sync
-from mdsearch_ls.lsp.folders import FolderManager
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 
 def render(markdown: str) -> str:

@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 
 from mdsearch_ls.lsp.convert import path_to_uri
 from mdsearch_ls.lsp.features import actions, commands, completion, definition, diagnostics, lenses
-from mdsearch_ls.lsp.folders import FolderManager
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 VAULT = Path(__file__).resolve().parents[1] / "fixtures" / "writing-vault"
 JOURNAL = "journal/Garden journal.md"

@@ -8,8 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from mdsearch_ls.engine.manifest import Manifest
-from mdsearch_ls.engine.records import ChunkRecord, FileRecord, FileUpdate
+from mdsearch_ls.engine.index.manifest import Manifest
+from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
 
 
 @pytest.fixture

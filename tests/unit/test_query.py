@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from mdsearch_ls.engine.query import (
+from mdsearch_ls.engine.search.query import (
     Filters,
     QueryError,
     parse_query,

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from mdsearch_ls.engine.ranking import (
+from mdsearch_ls.engine.locations import ChunkRecord
+from mdsearch_ls.engine.search.ranking import (
     Candidate,
     RankingParams,
     convex,
@@ -15,7 +16,6 @@ from mdsearch_ls.engine.ranking import (
     rank,
     rrf,
 )
-from mdsearch_ls.engine.records import ChunkRecord
 
 
 def chunk(cid: str, path: str | None = None) -> ChunkRecord:

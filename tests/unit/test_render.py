@@ -1,11 +1,12 @@
 """Sections rendered for people: markdown to one line of plain text, cut between words, with the
-query's words marked (engine/render.py, shared by the CLI and the language server's hover)."""
+query's words marked (engine/search/preview.py, shared by the CLI and the language server's
+hover)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mdsearch_ls.engine.render import (
+from mdsearch_ls.engine.search.preview import (
     ELLIPSIS,
     Snippet,
     match_spans,

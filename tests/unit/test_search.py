@@ -15,13 +15,13 @@ import pytest
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import RequestError
-from mdsearch_ls.engine.query import (
+from mdsearch_ls.engine.search.query import (
     Filters,
     QueryError,
     structured_filters,
 )
-from mdsearch_ls.engine.ranking import RankingParams, boilerplate_weight
-from mdsearch_ls.engine.snippets import make_snippet
+from mdsearch_ls.engine.search.ranking import RankingParams, boilerplate_weight
+from mdsearch_ls.engine.search.snippets import make_snippet
 
 
 def ts(day: str) -> float:
@@ -385,7 +385,7 @@ def test_the_filter_table_follows_index_changes(tmp_path, write, make_workspace,
 
 
 def test_a_huge_index_filters_in_chroma_instead(filtered, monkeypatch):
-    import mdsearch_ls.engine.search as search_mod
+    import mdsearch_ls.engine.search.searcher as search_mod
 
     monkeypatch.setattr(search_mod, "EXACT_MAX_CHUNKS", 0)
     monkeypatch.setattr(filtered.searcher, "_table", None)  # built by earlier tests
@@ -579,7 +579,7 @@ def test_boilerplate_is_ranked_below_a_unique_section(tmp_path, write, make_work
         else:
             assert hits[0].score < hits[1].score
     # Control: without the down-weighting the template copies win, so the test above measures it.
-    import mdsearch_ls.engine.search as search_mod
+    import mdsearch_ls.engine.search.searcher as search_mod
 
     monkeypatch.setattr(search_mod, "boilerplate_weight", lambda n: 1.0)
     hits = ws.hits("quarterly roadmap items", 9, mode="semantic")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mdsearch_ls.engine.sources import (
+from mdsearch_ls.engine.notes.files import (
     DEFAULT_EXCLUDES,
     MARKDOWN_SUFFIXES,
     ReadResult,

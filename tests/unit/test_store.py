@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mdsearch_ls.engine.store import ChromaStore
+from mdsearch_ls.engine.index.vector_store import ChromaStore
 
 
 def unit(v) -> np.ndarray:
@@ -178,8 +178,8 @@ def test_reopen_sees_persisted_vectors(tmp_path):
 def test_chunk_metadata_is_derived_from_the_location(store):
     """The store's metadata is the chunk's Location plus its note's mtime and tags, spelled in
     one place, and a path where-clause finds the chunk by it."""
-    from mdsearch_ls.engine.records import ChunkRecord, FileRecord
-    from mdsearch_ls.engine.store import chunk_metadata
+    from mdsearch_ls.engine.index.vector_store import chunk_metadata
+    from mdsearch_ls.engine.locations import ChunkRecord, FileRecord
 
     rec = ChunkRecord(path="a/b.md", title="B", breadcrumb="A > B", start_line=3, end_line=9,
                       id="c1", ordinal=0, section=1, text="x", embed_hash="e", body_hash="h")

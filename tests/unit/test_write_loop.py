@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import mdsearch_ls.engine.indexer as indexer_mod
+import mdsearch_ls.engine.index.indexer as indexer_mod
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.manifest import Manifest
-from mdsearch_ls.engine.requests import SearchRequest
+from mdsearch_ls.engine.index.manifest import Manifest
+from mdsearch_ls.engine.search.requests import SearchRequest
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import FakeEmbedder, write_note
 from tests.index_state import assert_consistent, clean_build, snapshot

@@ -241,7 +241,7 @@ def test_near_duplicates_a_copy_not_a_template_nor_a_neighbour(ws) -> None:
 
 
 def test_the_section_table_is_refreshed_from_the_previous_one(ws, vault: Path) -> None:
-    from mdsearch_ls.engine.sections import SECTION_SQL, build_sections
+    from mdsearch_ls.engine.writing.section_table import SECTION_SQL, build_sections
 
     before = ws.writing.view().sections
     (vault / "garden/Tomatoes.md").write_text("# Tomatoes\n\n## Feeding\n\nFeed weekly once the "

@@ -22,8 +22,8 @@ from lsprotocol import types
 
 from mdsearch_ls.engine.api import outline
 from mdsearch_ls.lsp.convert import Lines
-from mdsearch_ls.lsp.folders import FolderManager
 from mdsearch_ls.lsp.server import MdSearchServer
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger(__name__)
 

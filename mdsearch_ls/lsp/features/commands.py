@@ -18,8 +18,8 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from mdsearch_ls.engine.api import IndexedFolder, RelatedRequest, RequestError, SearchRequest
 from mdsearch_ls.lsp.convert import hit_json, uri_to_path
-from mdsearch_ls.lsp.folders import FolderManager
 from mdsearch_ls.lsp.server import MdSearchServer
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger(__name__)
 

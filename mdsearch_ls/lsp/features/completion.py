@@ -2,7 +2,8 @@
 
 The engine ranks notes and headings by a blend of how well their names match what follows
 ``[[`` and how close they are in meaning to the paragraph being written (see
-``engine/completion.py``); this module turns them into completion items. Each item replaces the
+``engine/writing/completion.py``); this module turns them into completion items. Each item replaces
+the
 whole link being typed (from ``[[`` to the cursor, and an auto-closed ``]]`` after it), and its
 ``filterText`` starts with exactly what was typed, so an editor's own fuzzy filter (VS Code's)
 keeps the items found by meaning, whose names share no letter with it, and orders them by our
@@ -20,8 +21,8 @@ from lsprotocol import types
 
 from mdsearch_ls.engine.api import LinkCandidate
 from mdsearch_ls.lsp.convert import Lines, escape_markdown
-from mdsearch_ls.lsp.folders import FolderManager
 from mdsearch_ls.lsp.server import MdSearchServer
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger(__name__)
 

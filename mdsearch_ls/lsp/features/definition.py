@@ -15,8 +15,8 @@ from typing import Any
 from lsprotocol import types
 
 from mdsearch_ls.lsp.convert import Lines, path_to_uri
-from mdsearch_ls.lsp.folders import FolderManager
 from mdsearch_ls.lsp.server import MdSearchServer
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from lsprotocol import types
 
 from mdsearch_ls.engine.api import IndexedFolder
 from mdsearch_ls.lsp.convert import Lines, path_to_uri
-from mdsearch_ls.lsp.folders import FolderManager
 from mdsearch_ls.lsp.server import MdSearchServer
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from lsprotocol import types
 
 from mdsearch_ls.engine.api import RelatedRequest
 from mdsearch_ls.lsp.convert import related_markdown
-from mdsearch_ls.lsp.folders import FolderManager
 from mdsearch_ls.lsp.server import MdSearchServer
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger(__name__)
 

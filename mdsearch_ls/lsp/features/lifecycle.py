@@ -18,9 +18,9 @@ from typing import Any
 from lsprotocol import types
 
 from mdsearch_ls.lsp.convert import path_to_uri, uri_to_path
-from mdsearch_ls.lsp.folders import FolderManager
 from mdsearch_ls.lsp.progress import IndexProgress
 from mdsearch_ls.lsp.server import MdSearchServer
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from mdsearch_ls.engine.api import RequestError, SearchRequest, outline
 from mdsearch_ls.lsp.convert import hit_range, hit_uri
-from mdsearch_ls.lsp.folders import FolderManager
 from mdsearch_ls.lsp.server import MdSearchServer
+from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger(__name__)
 

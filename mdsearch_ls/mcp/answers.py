@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mdsearch_ls.mcp.library import FoundHit, Library
+from mdsearch_ls.mcp.roots import FoundHit, Library
 from mdsearch_ls.mcp.tokens import counter, share
 
 MIN_TEXT = 40

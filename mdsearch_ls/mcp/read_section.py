@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mdsearch_ls.mcp.library import Library
-from mdsearch_ls.mcp.render import Answer, ToolInputError, lines_of, norm
+from mdsearch_ls.mcp.answers import Answer, ToolInputError, lines_of, norm
+from mdsearch_ls.mcp.roots import Library
 from mdsearch_ls.mcp.tokens import counter
 
 

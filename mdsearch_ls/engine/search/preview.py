@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from mdsearch_ls.engine.keyword import STOPWORDS
+from mdsearch_ls.engine.search.keyword import STOPWORDS
 
 __all__ = [
     "ELLIPSIS",

@@ -35,10 +35,11 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine import chunking, sources
-from mdsearch_ls.engine.manifest import Manifest
-from mdsearch_ls.engine.records import ChunkRecord, FileRecord, FileUpdate
-from mdsearch_ls.engine.store import ChromaStore, chunk_metadata
+from mdsearch_ls.engine.index.manifest import Manifest
+from mdsearch_ls.engine.index.vector_store import ChromaStore, chunk_metadata
+from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
+from mdsearch_ls.engine.notes import chunking
+from mdsearch_ls.engine.notes import files as sources
 
 log = logging.getLogger(__name__)
 

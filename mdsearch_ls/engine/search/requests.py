@@ -52,7 +52,7 @@ def _mode(value: Any) -> str | None:
 def _filters(value: Any) -> Any:
     """Structured filters (``{"tag": ["a"], "path": "x/"}``) through the query grammar's parser,
     so an argument means exactly what the same filter typed inline means."""
-    from mdsearch_ls.engine.query import Filters, QueryError, structured_filters
+    from mdsearch_ls.engine.search.query import Filters, QueryError, structured_filters
 
     if value is None:
         return Filters()
@@ -86,7 +86,7 @@ class SearchRequest:
     mode: str | None = None
     """None: the workspace's ``mode`` setting."""
     filters: Any = None
-    """Filters given as arguments (:class:`~mdsearch_ls.engine.query.Filters`), on top of the
+    """Filters given as arguments (:class:`~mdsearch_ls.engine.search.query.Filters`), on top of the
     ones typed in the query."""
     min_score: float | None = None
     """Drop hits whose similarity to the query is below this (hits without one are kept)."""
@@ -107,7 +107,7 @@ class SearchRequest:
         default_k: int = 20,
     ) -> SearchRequest:
         """Validate every part; raises :class:`RequestError` naming the part at fault."""
-        from mdsearch_ls.engine.query import parse_query
+        from mdsearch_ls.engine.search.query import parse_query
 
         if not isinstance(query, str):
             raise RequestError(f"'query' must be text, got {type(query).__name__}", "query")

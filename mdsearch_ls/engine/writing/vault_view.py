@@ -6,10 +6,10 @@ opened. Asked of SQLite each time that costs tens of milliseconds at 10k section
 in one pass when the index changes (a commit raises the manifest's generation) and kept in
 memory, each part only once something asks for it:
 
-* notes: each note's title and aliases, and a :class:`~mdsearch_ls.engine.links.Resolver`;
+* notes: each note's title and aliases, and a :class:`~mdsearch_ls.engine.notes.links.Resolver`;
 * sections: one row per section of every note with the normalised mean of its chunks' vectors,
   its place, its length and how many notes share its text (template boilerplate); refreshed from
-  the previous generation's table, see :mod:`~mdsearch_ls.engine.sections`;
+  the previous generation's table, see :mod:`~mdsearch_ls.engine.writing.section_table`;
 * the link graph: each note's resolved links, both ways;
 * names for mentions: each note's title, aliases and file name as word sequences.
 """
@@ -22,12 +22,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mdsearch_ls.engine.keyword import STOPWORDS
-from mdsearch_ls.engine.links import Link, Resolver, strip_suffix
-from mdsearch_ls.engine.sections import SectionTable, build_sections, read_sections
+from mdsearch_ls.engine.notes.links import Link, Resolver, strip_suffix
+from mdsearch_ls.engine.search.keyword import STOPWORDS
+from mdsearch_ls.engine.writing.section_table import SectionTable, build_sections, read_sections
 
 if TYPE_CHECKING:
-    from mdsearch_ls.engine.manifest import Manifest
+    from mdsearch_ls.engine.index.manifest import Manifest
 
 LINK_SQL = "SELECT path, kind, target, anchor, line FROM links"
 NAME_SQL = "SELECT path, title, aliases FROM files"

@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mdsearch_ls.engine.outline import Doc
+    from mdsearch_ls.engine.notes.outline import Doc
 
 _SENTENCE_END_RE = re.compile(r"[.!?…][)\"'\]»”’]*(?=\s)|[。！？]")
 

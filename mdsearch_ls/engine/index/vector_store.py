@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mdsearch_ls.engine.records import FileRecord, Location
+from mdsearch_ls.engine.locations import FileRecord, Location
 
 log = logging.getLogger(__name__)
 

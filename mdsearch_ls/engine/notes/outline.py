@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from mdsearch_ls.engine.obsidian import INLINE_PARSER, blank_spans, comment_spans
+from mdsearch_ls.engine.notes.obsidian import INLINE_PARSER, blank_spans, comment_spans
 
 # Block-only parser: the core "inline" rule is off so paragraphs keep their raw content and we
 # pay for inline parsing only where we need it.

@@ -5,8 +5,8 @@ a long section are one place to a reader) and capped per note. The score shown t
 cosine similarity of query and section, so a number means the same thing in the CLI, a hover and
 the editor; it is None in keyword mode, which never embeds the query. What ordered the list (the
 fused score, each list's rank) is on the hit and in ``Hit.explain``. The query grammar is in
-:mod:`~mdsearch_ls.engine.query`, the fusion rules and their knobs in
-:mod:`~mdsearch_ls.engine.ranking`.
+:mod:`~mdsearch_ls.engine.search.query`, the fusion rules and their knobs in
+:mod:`~mdsearch_ls.engine.search.ranking`.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdsearch_ls.config import FUSIONS, MODES
-from mdsearch_ls.engine import keyword, phrases, ranking
-from mdsearch_ls.engine.notes import NoteLookups
-from mdsearch_ls.engine.query import Filters, QueryError, parse_query
-from mdsearch_ls.engine.ranking import Candidate, RankingParams, boilerplate_weight
-from mdsearch_ls.engine.records import Location
-from mdsearch_ls.engine.snippets import make_snippet
-from mdsearch_ls.engine.vectors import VectorTable
+from mdsearch_ls.engine.locations import Location
+from mdsearch_ls.engine.search import keyword, phrases, ranking
+from mdsearch_ls.engine.search.note_lookups import NoteLookups
+from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
+from mdsearch_ls.engine.search.ranking import Candidate, RankingParams, boilerplate_weight
+from mdsearch_ls.engine.search.snippets import make_snippet
+from mdsearch_ls.engine.search.vectors import VectorTable
 
 if TYPE_CHECKING:
-    from mdsearch_ls.engine.manifest import Manifest
-    from mdsearch_ls.engine.store import ChromaStore
+    from mdsearch_ls.engine.index.manifest import Manifest
+    from mdsearch_ls.engine.index.vector_store import ChromaStore
 
 # Semantic search is exact (a matrix product over the vectors, held in memory per index
 # generation) up to this many chunks in the index: a few milliseconds at 10k chunks, no slower

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
 from mdsearch_ls.config import FUSIONS, Settings
-from mdsearch_ls.engine.records import ChunkRecord
+from mdsearch_ls.engine.locations import ChunkRecord
 
 
 @dataclass(frozen=True)

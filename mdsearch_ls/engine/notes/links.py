@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from mdsearch_ls.engine.obsidian import WIKILINK_RE, code_spans, in_ranges
-from mdsearch_ls.engine.outline import Doc, parse_doc
+from mdsearch_ls.engine.notes.obsidian import WIKILINK_RE, code_spans, in_ranges
+from mdsearch_ls.engine.notes.outline import Doc, parse_doc
 
 NOTE_SUFFIXES = (".md", ".markdown")
 

@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine import sources
 from mdsearch_ls.engine.embedding import space_model_name
 from mdsearch_ls.engine.errors import IndexLockedError
-from mdsearch_ls.engine.manifest import SCHEMA_VERSION
+from mdsearch_ls.engine.index.manifest import SCHEMA_VERSION
+from mdsearch_ls.engine.notes import files as sources
 
 try:  # POSIX advisory locks; Windows falls back to msvcrt below.
     import fcntl

@@ -8,7 +8,8 @@ something is typed the name leads, and an exact title or alias match always come
 nothing typed, meaning alone orders the list. Sections of the note being written are left out.
 
 Nothing here queries SQLite per keystroke: names, sections and vectors come from the index
-generation's :class:`~mdsearch_ls.engine.vault.VaultView`, the names matched by one regex pass
+generation's :class:`~mdsearch_ls.engine.writing.vault_view.VaultView`, the names matched by one
+regex pass
 over them all.
 """
 
@@ -21,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mdsearch_ls.engine.links import github_anchor, markdown_link, relative_target, wikilink
-from mdsearch_ls.engine.obsidian import normalise_inline
-from mdsearch_ls.engine.outline import outline
-from mdsearch_ls.engine.snippets import make_snippet
-from mdsearch_ls.engine.vault import WORD_RE, VaultView
+from mdsearch_ls.engine.notes.links import github_anchor, markdown_link, relative_target, wikilink
+from mdsearch_ls.engine.notes.obsidian import normalise_inline
+from mdsearch_ls.engine.notes.outline import outline
+from mdsearch_ls.engine.search.snippets import make_snippet
+from mdsearch_ls.engine.writing.vault_view import WORD_RE, VaultView
 
 if TYPE_CHECKING:
-    from mdsearch_ls.engine.writing import WritingAids
+    from mdsearch_ls.engine.writing.aids import WritingAids
 
 SEMANTIC_FLOOR = 0.15
 """Below this similarity a paragraph and a section are unrelated (all-MiniLM-L6-v2 puts random

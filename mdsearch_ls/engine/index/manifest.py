@@ -4,7 +4,7 @@ It keeps, per note, the content hash, mtime, size and chunk ids; per chunk, its 
 cache of vectors keyed by the hash of the embedded text; and the FTS5 keyword index. Because the
 keyword rows and the manifest rows of a file are replaced in one SQLite transaction, the two can
 never disagree after a crash. Chroma is the only store written separately, and it is reconciled
-against this file on open (see :mod:`mdsearch_ls.engine.indexer`): the manifest is the truth.
+against this file on open (see :mod:`mdsearch_ls.engine.index.indexer`): the manifest is the truth.
 
 The vector cache is why rebuilding is cheap: a chunk whose embedded text did not change keeps its
 vector (an edit to one section of a long note embeds one chunk, not all), identical template
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from mdsearch_ls.engine.records import ChunkRecord, FileRecord, FileUpdate
+from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
 
 SCHEMA_VERSION = 1
 # The links table came after schema 1: an older index's notes are marked to be read again (size

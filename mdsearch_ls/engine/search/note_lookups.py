@@ -12,11 +12,11 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from mdsearch_ls.engine import keyword
-from mdsearch_ls.engine.query import Filters, PathMatcher
+from mdsearch_ls.engine.search import keyword
+from mdsearch_ls.engine.search.query import Filters, PathMatcher
 
 if TYPE_CHECKING:
-    from mdsearch_ls.engine.manifest import Manifest
+    from mdsearch_ls.engine.index.manifest import Manifest
 
 
 class NoteLookups:

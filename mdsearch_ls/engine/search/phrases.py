@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mdsearch_ls.engine import keyword
+from mdsearch_ls.engine.search import keyword
 
 if TYPE_CHECKING:
-    from mdsearch_ls.engine.manifest import Manifest
+    from mdsearch_ls.engine.index.manifest import Manifest
 
 
 def searchable(phrases: Sequence[str]) -> tuple[str, ...]:

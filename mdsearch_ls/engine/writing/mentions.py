@@ -28,10 +28,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from mdsearch_ls.engine.links import MD_LINK_RE, NoteText, merge_ranges
-from mdsearch_ls.engine.obsidian import WIKILINK_RE, in_ranges
-from mdsearch_ls.engine.outline import raw_headings
-from mdsearch_ls.engine.vault import WORD_RE, VaultView
+from mdsearch_ls.engine.notes.links import MD_LINK_RE, NoteText, merge_ranges
+from mdsearch_ls.engine.notes.obsidian import WIKILINK_RE, in_ranges
+from mdsearch_ls.engine.notes.outline import raw_headings
+from mdsearch_ls.engine.writing.vault_view import WORD_RE, VaultView
 
 MIN_DUPLICATE_CHARS = 120
 """Characters a section needs before it can be a near-duplicate: "TODO" matches "TODO"."""

@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mdsearch_ls.engine import sources
+from mdsearch_ls.engine.notes import files as sources
 
 if TYPE_CHECKING:
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.manifest import Manifest
+    from mdsearch_ls.engine.index.manifest import Manifest
 
 
 def pending_changes(root: Path, settings: Settings, manifest: Manifest,

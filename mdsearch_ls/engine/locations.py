@@ -76,4 +76,4 @@ class FileUpdate:
     chunks: tuple[ChunkRecord, ...]
     keyword_rows: tuple[tuple[str, str], ...]  # (title column, body column) per chunk
     links: tuple[tuple[str, str, str, int], ...] = ()
-    """The note's links as written: (kind, target, anchor, line); see ``engine/links.py``."""
+    """The note's links as written: (kind, target, anchor, line); see ``engine/notes/links.py``."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from mdsearch_ls.engine.manifest import Manifest
+    from mdsearch_ls.engine.index.manifest import Manifest
 
 _COLUMNS = (
     "SELECT c.id, c.path, c.section, c.title, c.breadcrumb, c.start_line, c.end_line, "

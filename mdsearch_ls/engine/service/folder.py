@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine import sources
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import IndexLockedError, NotIndexedError, RequestError
-from mdsearch_ls.engine.indexer import CancelFn, IndexReport, ProgressFn
-from mdsearch_ls.engine.requests import RelatedRequest, SearchRequest
+from mdsearch_ls.engine.index.indexer import CancelFn, IndexReport, ProgressFn
+from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.workspace import IndexState, Related, SearchResult, Workspace
-from mdsearch_ls.engine.writing import WritingAids
+from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
 
@@ -335,7 +335,7 @@ class IndexedFolder:
         """Root-relative path of a note (absolute or relative), None outside the folder."""
         if self.ws is not None:
             return self.ws.note_path(path)
-        from mdsearch_ls.engine import sources
+        from mdsearch_ls.engine.notes import files as sources
 
         p = Path(path)
         return sources.relpath(self.root, p if p.is_absolute() else self.root / p)

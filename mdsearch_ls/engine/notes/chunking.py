@@ -2,9 +2,9 @@
 
 Everything here is pure (text in, dataclasses out) so the indexer, the LSP features and the tests
 share one notion of "where a section is". The work is done by three modules this one ties
-together: :mod:`~mdsearch_ls.engine.outline` (the block parse, headings, front matter and
-section ranges), :mod:`~mdsearch_ls.engine.obsidian` (Obsidian syntax read as text, inline tags
-and links) and :mod:`~mdsearch_ls.engine.splitting` (windows over long sections).
+together: :mod:`~mdsearch_ls.engine.notes.outline` (the block parse, headings, front matter and
+section ranges), :mod:`~mdsearch_ls.engine.notes.obsidian` (Obsidian syntax read as text, inline
+tags and links) and :mod:`~mdsearch_ls.engine.notes.splitting` (windows over long sections).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from mdsearch_ls.engine import links as link_syntax
-from mdsearch_ls.engine import obsidian, splitting
-from mdsearch_ls.engine.outline import (
+from mdsearch_ls.engine.locations import Location
+from mdsearch_ls.engine.notes import links as link_syntax
+from mdsearch_ls.engine.notes import obsidian, splitting
+from mdsearch_ls.engine.notes.outline import (
     Doc,
     Heading,
     as_list,
@@ -25,7 +26,6 @@ from mdsearch_ls.engine.outline import (
     raw_headings,
     section_spans,
 )
-from mdsearch_ls.engine.records import Location
 
 __all__ = [
     "Chunk",

@@ -1,8 +1,9 @@
 """Help while writing: links by meaning, related sections that are not linked yet, where a link
-goes. Unlinked mentions and near-duplicates are in :mod:`~mdsearch_ls.engine.hygiene`.
+goes. Unlinked mentions and near-duplicates are in :mod:`~mdsearch_ls.engine.writing.mentions`.
 
 Every answer reuses what the index holds (a vector per section, the outline of every note, the
-link graph; see :mod:`~mdsearch_ls.engine.vault`): nothing re-embeds a whole note per keystroke.
+link graph; see :mod:`~mdsearch_ls.engine.writing.vault_view`): nothing re-embeds a whole note
+per keystroke.
 Link completion embeds one paragraph, the one being written, and keeps its vector per paragraph
 text, so typing on after ``[[`` costs no model call at all.
 
@@ -24,9 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdsearch_ls.config import LINK_STYLES, Settings
-from mdsearch_ls.engine import hygiene
-from mdsearch_ls.engine.completion import HEADING_LINE, LinkCandidate, LinkCompleter, LinkCompletion
-from mdsearch_ls.engine.links import (
+from mdsearch_ls.engine.notes.links import (
     Link,
     NoteText,
     find_block,
@@ -35,10 +34,17 @@ from mdsearch_ls.engine.links import (
     scan,
     wikilink,
 )
-from mdsearch_ls.engine.outline import outline
-from mdsearch_ls.engine.requests import RelatedRequest
-from mdsearch_ls.engine.search import Hit
-from mdsearch_ls.engine.vault import Vault, VaultView
+from mdsearch_ls.engine.notes.outline import outline
+from mdsearch_ls.engine.search.requests import RelatedRequest
+from mdsearch_ls.engine.search.searcher import Hit
+from mdsearch_ls.engine.writing import mentions as hygiene
+from mdsearch_ls.engine.writing.completion import (
+    HEADING_LINE,
+    LinkCandidate,
+    LinkCompleter,
+    LinkCompletion,
+)
+from mdsearch_ls.engine.writing.vault_view import Vault, VaultView
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.workspace import Workspace
@@ -160,7 +166,7 @@ class WritingAids:
         if (style or self._ws.settings.links_style) == "markdown":
             return markdown_link(text or heading or view.title(path), path, source, heading)
         return wikilink(view.resolver.link_name(path), heading, text)
-    # ---- completion (engine/completion.py) --------------------------------------------------
+    # ---- completion (engine/writing/completion.py) -------------------------------------------
 
     def complete_link(self, path: str, text: str, line: int, column: int, *,
                       style: str | None = None, limit: int = 50,
@@ -261,7 +267,7 @@ class WritingAids:
         label = f"{name}#{heading}" if heading else name
         return LinkSuggestion(hit, link, label, end, len(last), new_text)
 
-    # ---- mentions and duplicates (engine/hygiene.py) --------------------------------------
+    # ---- mentions and duplicates (engine/writing/mentions.py) --------------------------------
 
     def unlinked_mentions(self, path: str, text: str, *, limit: int = 100,
                           style: str | None = None) -> list[hygiene.Mention]:
