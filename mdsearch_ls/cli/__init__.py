@@ -115,6 +115,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def serve_main() -> int:
     """Entry point of ``mdsearch-ls``: the language server, whatever the arguments."""
-    from mdsearch_ls.lsp.server import run_stdio
+    from mdsearch_ls.lsp.app import run_stdio
 
     return run_stdio()

@@ -248,7 +248,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from mdsearch_ls.lsp.server import run_stdio
+    from mdsearch_ls.lsp.app import run_stdio
 
     return run_stdio()
 

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -32,7 +31,6 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from mdsearch_ls import __version__
-from mdsearch_ls.logs import configure_logging
 from mdsearch_ls.lsp import protocol
 from mdsearch_ls.lsp.workspace_folders import FolderManager
 
@@ -203,31 +201,6 @@ class _ClientLogHandler(logging.Handler):
             pass
 
 
-def create_server() -> MdSearchServer:
-    """A server with every feature registered (tests create one per process through stdio)."""
-    from mdsearch_ls.lsp.features import (
-        actions,
-        commands,
-        completion,
-        definition,
-        diagnostics,
-        hover,
-        lenses,
-        lifecycle,
-        symbols,
-        sync,
-    )
-
-    server = MdSearchServer()
-    for feature in (lifecycle, sync, symbols, hover, commands, completion, definition, lenses,
-                    actions, diagnostics):
-        feature.register(server)
-    handler = _ClientLogHandler(server)
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-    logging.getLogger("mdsearch_ls").addHandler(handler)
-    return server
-
-
 def _watch_parent(pid: int, server: MdSearchServer) -> None:
     """Exit when the editor that started us dies: no orphan holding hundreds of MB."""
 
@@ -256,20 +229,3 @@ def _hard_exit(server: MdSearchServer, code: int) -> None:
         server.manager.close_all_now()
     logging.shutdown()
     os._exit(code)
-
-
-def run_stdio() -> int:
-    """Serve over stdio. Stray prints from libraries must never reach the protocol stream, so
-    the real stdout is kept for LSP only and fd 1 is pointed at stderr."""
-    configure_logging(logging.INFO, prog="mdsearch-ls")
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    server = create_server()
-    server.start_parent_watch = _watch_parent
-    try:
-        server.start_io(sys.stdin.buffer, proto_out)
-    finally:
-        _hard_exit(server, getattr(server.protocol, "exit_code", 0))
-    return 0  # pragma: no cover - _hard_exit does not return

@@ -165,3 +165,66 @@ def test_related_refuses_a_path_outside_the_root(tmp_path, fake_embedder) -> Non
         with pytest.raises(RequestError, match="not a note inside"):
             ws.related(RelatedRequest.build(str(tmp_path / "outside.md"), 0))
         assert ws.related(RelatedRequest.build(str(root / "a.md"), 0)).section is not None
+
+
+# The engine's layers, lowest first: a module may import its own layer and the ones below it,
+# never one above (annotations under TYPE_CHECKING excepted), so the packages stay a stack.
+LAYERS = ["errors", "locations", "notes", "embedding", "index", "search", "writing", "workspace",
+          "service", "api"]
+ENGINE = PACKAGE / "engine"
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[:2] != ["mdsearch_ls", "engine"] or len(parts) < 3:
+        return None
+    return LAYERS.index(parts[2])
+
+
+def _run_time_imports(path: Path) -> list[str]:
+    """Modules a file imports when it runs: every import but those under ``if TYPE_CHECKING``."""
+    tree = ast.parse(path.read_text("utf-8"))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+            names.extend(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+    return names
+
+
+def _engine_module(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    return ".".join(rel.parts).removesuffix(".__init__")
+
+
+@pytest.mark.parametrize("path", sorted(set(ENGINE.rglob("*.py")) - {ENGINE / "__init__.py"}),
+                         ids=_module)
+def test_no_engine_layer_imports_a_higher_one(path: Path) -> None:
+    own = _layer(_engine_module(path))
+    assert own is not None, f"{path.name}: an engine module outside the known layers {LAYERS}"
+    above = sorted({m for m in _run_time_imports(path)
+                    if (layer := _layer(m)) is not None and layer > own})
+    assert not above, f"{_module(path)} imports a higher layer: {above}"
+
+
+def test_the_engine_keeps_few_flat_modules() -> None:
+    flat = sorted(p.name for p in ENGINE.glob("*.py") if p.name != "__init__.py")
+    assert len(flat) <= 8, flat
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "lsp" / "features").glob("*.py")), ids=_module)
+def test_no_feature_imports_the_server_module_at_run_time(path: Path) -> None:
+    """The composition root (lsp/app.py) imports the features; a feature importing the server
+    module back would close a circle."""
+    reached = {m for m in _run_time_imports(path)
+               if m.startswith(("mdsearch_ls.lsp.server", "mdsearch_ls.lsp.app"))}
+    assert not reached, f"{path.name} imports {sorted(reached)} at run time"
+

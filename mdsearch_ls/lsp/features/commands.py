@@ -12,14 +12,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
 from mdsearch_ls.engine.api import IndexedFolder, RelatedRequest, RequestError, SearchRequest
 from mdsearch_ls.lsp.convert import hit_json, uri_to_path
-from mdsearch_ls.lsp.server import MdSearchServer
 from mdsearch_ls.lsp.workspace_folders import FolderManager
+
+if TYPE_CHECKING:
+    from mdsearch_ls.lsp.server import MdSearchServer
 
 log = logging.getLogger(__name__)
 

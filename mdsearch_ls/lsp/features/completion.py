@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from mdsearch_ls.engine.api import LinkCandidate
 from mdsearch_ls.lsp.convert import Lines, escape_markdown
-from mdsearch_ls.lsp.server import MdSearchServer
 from mdsearch_ls.lsp.workspace_folders import FolderManager
+
+if TYPE_CHECKING:
+    from mdsearch_ls.lsp.server import MdSearchServer
 
 log = logging.getLogger(__name__)
 

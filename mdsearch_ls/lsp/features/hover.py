@@ -8,13 +8,16 @@ one per note and template boilerplate is pushed down, so the list shows distinct
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from mdsearch_ls.engine.api import RelatedRequest
 from mdsearch_ls.lsp.convert import related_markdown
-from mdsearch_ls.lsp.server import MdSearchServer
 from mdsearch_ls.lsp.workspace_folders import FolderManager
+
+if TYPE_CHECKING:
+    from mdsearch_ls.lsp.server import MdSearchServer
 
 log = logging.getLogger(__name__)
 

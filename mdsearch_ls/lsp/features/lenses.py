@@ -13,14 +13,16 @@ is linked from it (the buffer's own links included, saved or not).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from mdsearch_ls.engine.api import IndexedFolder, LinkedRelated, outline
 from mdsearch_ls.lsp.convert import Lines
-from mdsearch_ls.lsp.server import MdSearchServer
 from mdsearch_ls.lsp.workspace_folders import FolderManager
+
+if TYPE_CHECKING:
+    from mdsearch_ls.lsp.server import MdSearchServer
 
 log = logging.getLogger(__name__)
 

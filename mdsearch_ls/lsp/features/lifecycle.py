@@ -13,14 +13,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from mdsearch_ls.lsp.convert import path_to_uri, uri_to_path
 from mdsearch_ls.lsp.progress import IndexProgress
-from mdsearch_ls.lsp.server import MdSearchServer
 from mdsearch_ls.lsp.workspace_folders import FolderManager
+
+if TYPE_CHECKING:
+    from mdsearch_ls.lsp.server import MdSearchServer
 
 log = logging.getLogger(__name__)
 

@@ -9,14 +9,17 @@ Helix and others show them as they come.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from mdsearch_ls.engine.api import RequestError, SearchRequest, outline
 from mdsearch_ls.lsp.convert import hit_range, hit_uri
-from mdsearch_ls.lsp.server import MdSearchServer
 from mdsearch_ls.lsp.workspace_folders import FolderManager
+
+if TYPE_CHECKING:
+    from mdsearch_ls.lsp.server import MdSearchServer
 
 log = logging.getLogger(__name__)
 

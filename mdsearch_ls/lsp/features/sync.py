@@ -8,13 +8,16 @@ the writer gets to it cost one update: the latest state of the file on disk wins
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from mdsearch_ls.engine.api import STATE_READY, is_markdown
 from mdsearch_ls.lsp.convert import uri_to_path
-from mdsearch_ls.lsp.server import MdSearchServer
 from mdsearch_ls.lsp.workspace_folders import FolderManager
+
+if TYPE_CHECKING:
+    from mdsearch_ls.lsp.server import MdSearchServer
 
 log = logging.getLogger(__name__)
 
