@@ -46,7 +46,7 @@ _WHERE: dict[str, str] = {
     "IndexOpenError": "mdsearch_ls.engine.errors",
     "IndexReadOnlyError": "mdsearch_ls.engine.errors",
     "IndexReport": "mdsearch_ls.engine.index.indexer",
-    "IndexState": "mdsearch_ls.engine.workspace",
+    "IndexState": "mdsearch_ls.engine.index.layout",
     "IndexedFolder": "mdsearch_ls.engine.service.folder",
     "MARKDOWN_SUFFIXES": "mdsearch_ls.engine.notes.files",
     "MAX_LIMIT": "mdsearch_ls.engine.search.requests",
@@ -95,6 +95,7 @@ if TYPE_CHECKING:
     )
     from mdsearch_ls.engine.index.indexer import IndexReport
     from mdsearch_ls.engine.index.layout import (
+        IndexState,
         count_notes,
         default_index_dir,
         find_index_root,
@@ -124,7 +125,6 @@ if TYPE_CHECKING:
         load_in_background,
     )
     from mdsearch_ls.engine.workspace import (
-        IndexState,
         OpenMode,
         Related,
         SearchResult,

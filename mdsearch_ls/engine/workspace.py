@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import shutil
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -29,25 +27,25 @@ from mdsearch_ls.config import INDEX_FIELDS, Settings, differs
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import (
     IndexLockedError,
-    IndexOpenError,
     IndexReadOnlyError,
-    MdsearchError,
     NotIndexedError,
     RequestError,
 )
+from mdsearch_ls.engine.index.healing import WriterOpen
 from mdsearch_ls.engine.index.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
 from mdsearch_ls.engine.index.layout import (
-    DAMAGED_PREFIX,
     IndexLock,
+    IndexState,
     default_index_dir,
     space_name,
+    writer_alive,
 )
 from mdsearch_ls.engine.index.manifest import (
     Manifest,
     ManifestEmptyError,
     is_damage,
 )
-from mdsearch_ls.engine.index.vector_store import ChromaStore, StoreError, short_error
+from mdsearch_ls.engine.index.vector_store import ChromaStore
 from mdsearch_ls.engine.locations import ChunkRecord
 from mdsearch_ls.engine.notes import chunking
 from mdsearch_ls.engine.notes import files as sources
@@ -57,29 +55,6 @@ from mdsearch_ls.engine.search.vectors import mean_vector
 from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
-
-# Embedding spaces of other settings kept beside the open one (the most recently opened first),
-# so switching a setting back and forth re-embeds nothing while a third one frees the oldest.
-KEEP_OTHER_SPACES = 1
-
-# How many stored vectors an open looks up in Chroma to tell a sound graph from a broken one.
-_PROBES = 8
-
-
-class _Damaged(Exception):
-    """Internal: one part of the index (``manifest`` or ``vector store``) is damaged."""
-
-    def __init__(self, part: str, detail: str, paths: list[Path]) -> None:
-        super().__init__(f"{part}: {detail}")
-        self.part = part
-        self.detail = detail
-        self.paths = paths
-
-
-def _cause(exc: BaseException) -> str:
-    """The message of the error under a wrapper (StoreError adds its own words)."""
-    return short_error(exc.__cause__ or exc)
-
 
 OpenMode = Literal["write", "read", "read-if-locked"]
 """How a front end opens an index: ``write`` (take the writer lock, create, repair: a server, the
@@ -97,24 +72,6 @@ class Related:
     hits: list[Hit]
 
 
-@dataclass(frozen=True)
-class IndexState:
-    """How complete the index is, so an empty result is never mistaken for "no match".
-
-    ``state``: ``ready`` (the last index run finished), ``building`` (a run is under way, in this
-    process or another), ``interrupted`` (a run stopped before the end and nobody is finishing
-    it: the next write open continues it) or ``empty`` (nothing indexed yet).
-    """
-
-    state: str
-    files_done: int = 0
-    files_total: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"state": self.state, "files_done": self.files_done,
-                "files_total": self.files_total}
-
-
 @dataclass
 class SearchResult:
     """Hits of one request, what a person should know about how it was read, and how complete
@@ -130,7 +87,7 @@ class SearchResult:
 _STATE_EVERY_S = 1.0
 
 
-class Workspace:
+class Workspace(WriterOpen):
     """A folder of notes with its open index. Writes: one thread. Reads: any thread.
 
     Front ends get one with :meth:`open` and use only its public methods: nothing outside
@@ -231,119 +188,6 @@ class Workspace:
             self._lock.release()
             raise
 
-    # ---- opening as the writer, healing damage ----------------------------------------------
-
-    @property
-    def _manifest_path(self) -> Path:
-        return self.index_dir / f"{self.space}.sqlite3"
-
-    def _open_healing(self) -> None:
-        """Open the manifest and Chroma as the writer; a damaged one is set aside and rebuilt.
-
-        The index is a cache of the notes, so damage (a file truncated or overwritten, a
-        schema of another version, Chroma failing to open or to find its own vectors) is never
-        a reason to lock the user out: the damaged files move to ``damaged-<time>/`` inside the
-        index folder (only the newest such folder is kept, for a bug report) and the index
-        starts anew. A damaged Chroma alone costs no model time: the manifest's vector cache
-        refills it. What happened is in :attr:`healed`, for the front end to show once.
-        """
-        found: list[str] = []
-        moved: set[str] = set()
-        while True:
-            try:
-                self._open_stores()
-            except _Damaged as damage:
-                self._close_stores()
-                if damage.part in moved:  # damaged again right after a fresh start: give up
-                    raise IndexOpenError(
-                        f"the index in {self.index_dir} cannot be opened ({damage.detail}) even "
-                        f"after setting the damaged one aside; delete that folder and try again"
-                    ) from damage.__cause__
-                moved.add(damage.part)
-                found.append(f"{damage.part}: {damage.detail}")
-                self._set_aside(damage)
-                continue
-            break
-        assert self.store is not None and self.indexer is not None
-        if self._stale_vectors and "manifest" not in moved:
-            found.append("manifest: empty, while the vector store held an index")
-        if found:
-            rebuild = "manifest" in moved or self.manifest.created
-            action = ("it is rebuilt from the notes" if rebuild else
-                      "its vectors were restored from the manifest's cache, with nothing to "
-                      "re-embed")
-            where = f" The damaged files were moved to {self._damaged_dir}." if moved else ""
-            self.healed = (f"the index of {self.root} was damaged ({'; '.join(found)}): "
-                           f"{action}.{where}")
-            log.info("%s", self.healed)  # the front end shows it (CLI stderr, showMessage)
-
-    def _open_stores(self) -> None:
-        """One attempt at opening both stores; raises :class:`_Damaged` naming the damaged one."""
-        chroma_dir = self.index_dir / "chroma"
-        path = self._manifest_path
-        manifest_files = [path.with_name(path.name + s) for s in ("", "-wal", "-shm")]
-        try:
-            self.manifest = Manifest(path)
-        except sqlite3.DatabaseError as exc:
-            if is_damage(exc):
-                raise _Damaged("manifest", str(exc), manifest_files) from exc
-            raise IndexOpenError(f"the manifest in {self.index_dir} cannot be opened ({exc})") \
-                from exc
-        try:
-            self.store = ChromaStore(chroma_dir, self.space, batch_size=self.settings.batch_size)
-        except StoreError as exc:
-            raise _Damaged("vector store", _cause(exc), [chroma_dir]) from exc
-        try:
-            self._stale_vectors = self.manifest.created and self.store.count() > 0
-            if self._stale_vectors:
-                # A new manifest: the old collection has nothing left to agree with.
-                self.store.reset()
-            self.indexer = Indexer(
-                self.root, self.settings, self.manifest, self.store, self.embedder,
-                index_dir=self.index_dir,
-            )
-            # The manifest is the truth: repair what a crash between the Chroma write and the
-            # manifest write left, before anything reads (``--no-update`` searches, status).
-            self.repaired = self.indexer.reconcile()
-            problem = self.store.probe(self.manifest.sample_vectors(_PROBES))
-        except sqlite3.DatabaseError as exc:
-            if is_damage(exc):
-                raise _Damaged("manifest", str(exc), manifest_files) from exc
-            raise
-        except (OSError, MdsearchError):
-            raise
-        except Exception as exc:  # anything else Chroma raises on a sound index is damage
-            raise _Damaged("vector store", short_error(exc), [chroma_dir]) from exc
-        if problem:
-            raise _Damaged("vector store", problem, [chroma_dir])
-
-    def _close_stores(self) -> None:
-        for part in (getattr(self, "store", None), getattr(self, "manifest", None)):
-            if part is not None:
-                with contextlib.suppress(Exception):
-                    part.close()
-        self.store = None
-        self.indexer = None
-
-    def _set_aside(self, damage: _Damaged) -> None:
-        """Move damaged files into this open's ``damaged-<time>`` folder (older ones go)."""
-        folder = self._damaged_dir
-        try:
-            if folder is None:
-                for old in self.index_dir.glob(f"{DAMAGED_PREFIX}*"):
-                    shutil.rmtree(old, ignore_errors=True)
-                folder = self.index_dir / f"{DAMAGED_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}"
-                folder.mkdir(parents=True, exist_ok=True)
-                self._damaged_dir = folder
-            for p in damage.paths:
-                if p.exists():
-                    os.replace(p, folder / p.name)
-        except OSError as exc:
-            raise IndexOpenError(
-                f"the index in {self.index_dir} is damaged ({damage.part}: {damage.detail}) "
-                f"and could not be set aside ({exc}); delete that folder to rebuild it"
-            ) from exc
-
     def _open_read_only(self) -> None:
         self._lock = None
         self.dropped_spaces: list[str] = []
@@ -367,16 +211,6 @@ class Workspace:
         )
         self.writing = WritingAids(self)
 
-    def _damage_error(self, exc: sqlite3.DatabaseError) -> IndexOpenError:
-        """What a reader says about a manifest it cannot read: the writer heals, not a reader."""
-        if is_damage(exc):
-            return IndexOpenError(
-                f"the index in {self.index_dir} is damaged ({exc}); it is rebuilt from the notes "
-                f"the next time it is opened for writing (run `mdsearch index {self.root}`, or "
-                f"restart the editor's mdsearch server)"
-            )
-        return IndexOpenError(f"the manifest in {self.index_dir} cannot be read ({exc})")
-
     @contextlib.contextmanager
     def _reading(self) -> Iterator[None]:
         """Damage met by a query (after the open's check passed) is an IndexOpenError that says
@@ -394,43 +228,6 @@ class Workspace:
                 f"the index in {self.index_dir} is open read-only (another process writes it)"
             )
         return self.indexer
-
-    def _prune_spaces(self) -> list[str]:
-        """Delete the manifests and collections of all but the newest other embedding spaces.
-
-        Each model or chunking setting gets its own space, and without this every setting ever
-        tried would keep its vectors on disk forever. A space's age is the mtime of its manifest,
-        touched on every open; we hold the writer lock, so no other process has any space open.
-        """
-        assert self.store is not None
-        own = self.index_dir / f"{self.space}.sqlite3"
-        with contextlib.suppress(OSError):
-            os.utime(own)
-        seen: dict[str, float] = {}
-        for f in self.index_dir.glob("*.sqlite3"):
-            if f.stem != self.space:
-                with contextlib.suppress(OSError):
-                    seen[f.stem] = f.stat().st_mtime
-        try:
-            collections = self.store.other_collections()
-        except Exception as exc:  # a listing failure must not stop the index from opening
-            log.warning("could not list old index collections in %s: %s", self.index_dir, exc)
-            collections = []
-        for name in collections:
-            seen.setdefault(name, 0.0)  # a collection whose manifest is gone: oldest
-        dropped = sorted(seen, key=lambda n: (-seen[n], n))[KEEP_OTHER_SPACES:]
-        for name in dropped:
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    (self.index_dir / f"{name}.sqlite3{suffix}").unlink()
-            if name in collections:
-                try:
-                    self.store.drop_collection(name)
-                except Exception as exc:
-                    log.warning("could not drop old index collection %s: %s", name, exc)
-        if dropped:
-            log.info("dropped the index of older settings: %s", ", ".join(dropped))
-        return dropped
 
     # ---- settings -----------------------------------------------------------------------------
 
@@ -506,23 +303,12 @@ class Workspace:
             return IndexState("ready" if files else "empty", files, files)
         state, done, total = [*raw.split(), "0", "0"][:3]
         if state == "building" and not (
-            self._indexing if not self.read_only else self._writer_alive()
+            self._indexing if not self.read_only else writer_alive(self.index_dir)
         ):
             state = "interrupted"  # its writer died mid-run; the next write open goes on
         if state == "ready" and not files:
             state = "empty"
         return IndexState(state, int(done), int(total))
-
-    def _writer_alive(self) -> bool:
-        """Whether some process holds the writer lock (probed without keeping it)."""
-        try:
-            probe = IndexLock(self.index_dir / "writer.lock", probe=True)
-        except IndexLockedError:
-            return True
-        except OSError:  # no lock file: nobody ever wrote here
-            return False
-        probe.release()
-        return False
 
     def search(self, request: SearchRequest) -> SearchResult:
         """Run a validated request (see :meth:`SearchRequest.build`)."""

@@ -11,7 +11,9 @@ import contextlib
 import hashlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import space_model_name
@@ -147,3 +149,33 @@ class IndexLock:
             finally:
                 os.close(self._fd)
                 self._fd = -1
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """How complete the index is, so an empty result is never mistaken for "no match".
+
+    ``state``: ``ready`` (the last index run finished), ``building`` (a run is under way, in this
+    process or another), ``interrupted`` (a run stopped before the end and nobody is finishing
+    it: the next write open continues it) or ``empty`` (nothing indexed yet).
+    """
+
+    state: str
+    files_done: int = 0
+    files_total: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "files_done": self.files_done,
+                "files_total": self.files_total}
+
+
+def writer_alive(index_dir: Path) -> bool:
+    """Whether some process holds the writer lock of ``index_dir`` (probed without keeping it)."""
+    try:
+        probe = IndexLock(index_dir / "writer.lock", probe=True)
+    except IndexLockedError:
+        return True
+    except OSError:  # no lock file: nobody ever wrote here
+        return False
+    probe.release()
+    return False
