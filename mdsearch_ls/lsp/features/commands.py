@@ -115,20 +115,22 @@ def status(manager: FolderManager, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def register(server: MdSearchServer) -> None:
+    # pygls resolves a command handler's type hints at run time (to read its arguments), and the
+    # server type is imported for annotations only (lsp/app.py is the composition root): ``Any``.
     @server.command(SEARCH)
-    async def on_search(ls: MdSearchServer, *args: Any) -> list[dict[str, Any]]:
+    async def on_search(ls: Any, *args: Any) -> list[dict[str, Any]]:
         return await search(ls.manager, args)
 
     @server.command(RELATED)
-    async def on_related(ls: MdSearchServer, *args: Any) -> list[dict[str, Any]]:
+    async def on_related(ls: Any, *args: Any) -> list[dict[str, Any]]:
         return await related(ls.manager, args, ls.document_text)
 
     @server.command(REINDEX)
-    async def on_reindex(ls: MdSearchServer, *args: Any) -> dict[str, Any]:
+    async def on_reindex(ls: Any, *args: Any) -> dict[str, Any]:
         from mdsearch_ls.lsp.progress import IndexProgress
 
         return reindex(ls.manager, args, lambda title: IndexProgress(ls, title))
 
     @server.command(STATUS)
-    def on_status(ls: MdSearchServer, *args: Any) -> dict[str, Any]:
+    def on_status(ls: Any, *args: Any) -> dict[str, Any]:
         return status(ls.manager, args)
