@@ -28,7 +28,7 @@ from link_contexts import SETS, shared_dir  # noqa: E402
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
-from mdsearch_ls.engine.query import QueryError  # noqa: E402
+from mdsearch_ls.engine.search.query import QueryError  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 NAMED = {**SETS, "tldr": (shared_dir() / "corpora" / "tldr",

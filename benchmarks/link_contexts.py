@@ -58,12 +58,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from quality import ranking_params  # noqa: E402  (benchmarks/ is on sys.path as a script)
 
 from mdsearch_ls.config import Settings  # noqa: E402
-from mdsearch_ls.engine import links as links_mod  # noqa: E402
 from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
-from mdsearch_ls.engine.keyword import STOPWORDS  # noqa: E402
-from mdsearch_ls.engine.query import Filters, QueryError  # noqa: E402
-from mdsearch_ls.engine.vault import VaultView  # noqa: E402
+from mdsearch_ls.engine.notes import links as links_mod  # noqa: E402
+from mdsearch_ls.engine.search.keyword import STOPWORDS  # noqa: E402
+from mdsearch_ls.engine.search.query import Filters, QueryError  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
+from mdsearch_ls.engine.writing.vault_view import VaultView  # noqa: E402
 
 
 def shared_dir() -> Path:
