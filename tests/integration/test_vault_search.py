@@ -198,3 +198,22 @@ def test_a_phrase_no_note_contains_still_finds_the_closest_note(typed_ws):
     result = typed_ws.searcher.search('upload the "vault_dir" to the backup server nightly', 5)
     assert result.hits[0].path == "Backups.md", [h.path for h in result.hits]
     assert result.notes == ('no section contains "vault_dir"; showing the closest matches',)
+
+
+def test_the_first_five_hits_do_not_depend_on_k(vault_ws):
+    """Asking for more results never changes the first ones (issue 21): the labelled queries of
+    the examples vault as typed, the first 5 hits (note, lines) of k=5, 10 and 50 identical, one
+    hit per note and the default two. Before the fix 34 of these 65 queries differed at k=50."""
+    import json
+
+    lines = (Path(__file__).resolve().parents[2] / "benchmarks" / "queries"
+             / "examples-vault.jsonl").read_text(encoding="utf-8").splitlines()
+    queries = [json.loads(line)["query"] for line in lines if line.strip()][::3]
+    assert len(queries) >= 20
+    for per_file in (1, 2):
+        for query in queries:
+            heads = {k: [(h.path, h.start_line, h.end_line)
+                         for h in vault_ws.searcher.search(query, k, per_file=per_file).hits[:5]]
+                     for k in (5, 10, 50)}
+            assert len(heads[5]) == 5, query
+            assert heads[10] == heads[5] == heads[50], (query, per_file, heads)

@@ -655,3 +655,49 @@ def test_relative_modified_filter_uses_wall_clock(tmp_path, write, make_workspac
     assert [h.path for h in ws.hits("kayaks modified:>7d", 5)] == ["new.md"]
     assert [h.path for h in ws.hits("kayaks modified:<7d", 5)] == ["old.md"]
     assert {h.path for h in ws.hits("kayaks modified:>2w", 5)} == {"old.md", "new.md"}
+
+
+# ---- the order does not depend on k (issue 21) -----------------------------------------------
+
+_TOPICS = ["garden", "tomato", "invoice", "budget", "sailing", "piano", "backup", "server"]
+_FILLER = ["notes", "about", "week", "plan", "list", "ideas", "review", "draft", "team", "home"]
+
+
+def _many_notes(root, write, n: int = 60) -> None:
+    """Notes of two sections each that share words in varied proportions, so cosines and BM25
+    spread and many candidates compete for the first places."""
+    for i in range(n):
+        a, b = _TOPICS[i % len(_TOPICS)], _TOPICS[(i * 3 + 1) % len(_TOPICS)]
+        fill = " ".join(_FILLER[(i + j) % len(_FILLER)] for j in range(i % 7 + 2))
+        write(root, f"n{i:02d}.md",
+              f"# Note {i}\n\n{a} {fill} {a if i % 2 else b}\n\n"
+              f"## More\n\n{b} {fill} {' '.join([a] * (i % 4))}\n\nand {a} again {b}\n")
+
+
+def test_the_first_hits_are_the_same_for_every_k(tmp_path, write, make_workspace, fake_embedder):
+    """A person who asks for more results sees the same first results, with the same ranges:
+    the ranked pool is a fixed depth of each list, and what fills a larger k comes after it
+    (min_pool 8 makes k=10 and up fetch deeper)."""
+    root = tmp_path / "notes"
+    _many_notes(root, write)
+    ws = make_workspace(root, fake_embedder)
+    ws.index()
+    queries = ["garden tomato plan", "invoice budget review", "piano week", "backup the server",
+               "sailing ideas for the team", "tomato"]
+    for params in (RankingParams(), RankingParams(min_pool=8, pool_per_hit=2),
+                   RankingParams(fusion="rrf", min_pool=8, pool_per_hit=2)):
+        ws.searcher.params = params
+        for per_file in (1, 2):
+            for query in queries:
+                first = None
+                for k in (5, 10, 20, 50):
+                    hits = ws.searcher.search(query, k, per_file=per_file).hits
+                    assert len(hits) >= 5
+                    head = [(h.path, h.start_line, h.end_line) for h in hits[:5]]
+                    first = first or head
+                    assert head == first, (params, per_file, query, k)
+                # more hits asked for are more hits listed, each note at most per_file times
+                many = ws.searcher.search(query, 50, per_file=per_file).hits
+                assert len(many) > 10
+                assert max(sum(h.path == p for h in many) for p in {h.path for h in many}) \
+                    <= per_file

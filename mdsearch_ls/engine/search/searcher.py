@@ -79,6 +79,17 @@ class SearchResult:
     notes: tuple[str, ...] = ()
 
 
+@dataclass
+class _Collapse:
+    """The hits listed so far, by section and by note (see :meth:`Searcher._collapse`)."""
+
+    hits: list[Hit] = field(default_factory=list)
+    sections: dict[tuple[str, int], int] = field(default_factory=dict)
+    per_path: dict[str, int] = field(default_factory=dict)
+    frozen: int = 0
+    """How many of ``hits`` came from an earlier pool: they are not widened any more."""
+
+
 class Searcher:
     """Read side of one index. Thread-safe; never blocks on the writer.
 
@@ -223,14 +234,51 @@ class Searcher:
     ) -> list[Hit]:
         """One retrieval and ranking. ``required``: phrases and the chunks holding them all,
         to which both lists are restricted; ``prefer``: phrases that add to a chunk's score;
-        ``dropped``: requirements no section met, whose holders rank first."""
-        pool = params.pool(k)
+        ``dropped``: requirements no section met, whose holders rank first.
+
+        The candidates ranked are a fixed depth of each list (``params.min_pool``), whatever
+        k, and convex fusion scales over them alone: the first hits are a function of the
+        query and the index, the same for every k. Only when that pool holds fewer than k hits
+        is a deeper one fetched; its other candidates are ranked on the same scale and listed
+        after the pool's hits, which they neither displace nor widen."""
+        depth = params.min_pool
         must, only = required if required is not None else ((), None)
-        qvec: np.ndarray | None = None
+        qvec = self.embedder.embed_query(text) if mode in ("hybrid", "semantic") else None
+        cands, full = self._pool(text, depth, mode, allowed, must, only, qvec, params)
+        if not cands:
+            return []
+        shown_fusion = fusion if mode == "hybrid" else None
+        scale = ranking.convex_scale(cands, params)
+        ordered = self._order(cands, text, mode, fusion, params, prefer, dropped, scale)
+        state = _Collapse()
+        hits = self._collapse(ordered, k, per_file, mode, shown_fusion, state)
+        deeper = params.pool(k)
+        if len(hits) < k and full and deeper > depth:
+            more, _ = self._pool(text, deeper, mode, allowed, must, only, qvec, params)
+            seen = {c.chunk.id for c in cands}
+            rest = [c for c in more if c.chunk.id not in seen]
+            if rest:
+                state.frozen = len(hits)
+                ordered = self._order(rest, text, mode, fusion, params, prefer, dropped, scale)
+                hits = self._collapse(ordered, k, per_file, mode, shown_fusion, state)
+        return hits
+
+    def _pool(
+        self,
+        text: str,
+        pool: int,
+        mode: str,
+        allowed: set[str] | None,
+        must: Sequence[str],
+        only: set[str] | None,
+        qvec: np.ndarray | None,
+        params: RankingParams,
+    ) -> tuple[list[Candidate], bool]:
+        """The candidates of the first ``pool`` of each list, with their cosines, and whether
+        either list was cut at ``pool`` (so a deeper pool could hold more)."""
         semantic: list[tuple[str, float]] = []
-        if mode in ("hybrid", "semantic"):
-            qvec = self.embedder.embed_query(text)
-            semantic = self._nearest(qvec, pool, k, allowed, only)
+        if qvec is not None:
+            semantic = self._nearest(qvec, pool, allowed, only)
         keyword_rows: list[tuple[str, float]] = []
         if mode in ("hybrid", "keyword"):
             # Adjacent-word phrases help the fused ranking but not BM25 alone (measured; see
@@ -239,14 +287,28 @@ class Searcher:
             if match:
                 keyword_rows = self.manifest.keyword_search(
                     match, pool, allowed, (params.title_column_weight, 1.0))
+        full = len(semantic) >= pool or len(keyword_rows) >= pool
         cands = self._candidates(semantic, keyword_rows, allowed)
-        if not cands:
-            return []
-        if qvec is not None:
+        if cands and qvec is not None:
             # Keyword-only candidates get their similarity from the stored vectors; keyword mode
             # has no query vector and shows none (embedding the query just for that cost as
             # much as the whole keyword search).
             self._fill_cosines(cands, qvec)
+        return cands, full
+
+    def _order(
+        self,
+        cands: list[Candidate],
+        text: str,
+        mode: str,
+        fusion: str,
+        params: RankingParams,
+        prefer: phrases.Holding | None,
+        dropped: phrases.Holding | None,
+        scale: ranking.Scale,
+    ) -> list[Candidate]:
+        """The candidates' per-chunk evidence filled in (boilerplate weight, phrases, note size,
+        named notes), then ranked on ``scale``."""
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
         sizes = self.notes.chunk_counts() if mode == "hybrid" else {}
         for c in cands:
@@ -257,15 +319,13 @@ class Searcher:
                 c.required_share = dropped.share(c.chunk.id)
             c.note_chunks = sizes.get(c.chunk.path, 1)
         named = self.named_notes(text, {c.chunk.path for c in cands}) if mode == "hybrid" else {}
-        ordered = ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
-                               query=text)
-        return self._collapse(ordered, k, per_file, mode, fusion if mode == "hybrid" else None)
+        return ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
+                            query=text, scale=scale)
 
     def _nearest(
         self,
         qvec: np.ndarray,
         pool: int,
-        k: int,
         allowed: set[str] | None,
         phrase_ids: set[str] | None,
     ) -> list[tuple[str, float]]:
@@ -274,7 +334,7 @@ class Searcher:
         table = self._vector_table()
         if table is not None:
             return table.nearest(qvec, pool, allowed, phrase_ids)
-        return self._chroma_nearest(qvec, pool, k, allowed, phrase_ids)
+        return self._chroma_nearest(qvec, pool, allowed, phrase_ids)
 
     def _candidates(
         self,
@@ -305,7 +365,6 @@ class Searcher:
         self,
         qvec: np.ndarray,
         pool: int,
-        k: int,
         allowed: set[str] | None,
         phrase_ids: set[str] | None,
     ) -> list[tuple[str, float]]:
@@ -318,8 +377,9 @@ class Searcher:
             share = len(allowed) / total if total else 1.0
             if share >= BROAD_FILTER_SHARE:
                 # A filter most notes pass: a `$in` over thousands of paths costs Chroma more
-                # than over-fetching and dropping the few others afterwards.
-                sem_pool = int(pool / share) + k
+                # than over-fetching and dropping the few others afterwards (by a margin of
+                # the pool's, never of k's: the candidates must not depend on k).
+                sem_pool = int(pool / share) + pool // 5
             else:
                 where = {"path": {"$in": sorted(allowed)}}
         ids = sorted(phrase_ids) if phrase_ids is not None else None
@@ -356,26 +416,28 @@ class Searcher:
 
     def _collapse(
         self, ordered: Sequence[Candidate], k: int, per_file: int, mode: str,
-        fusion: str | None = None,
+        fusion: str | None = None, state: _Collapse | None = None,
     ) -> list[Hit]:
         """Hits from ranked chunks: a section once (its range widened to every chunk of it
-        that ranked), at most ``per_file`` per note, ``k`` in all."""
-        hits: list[Hit] = []
-        seen_sections: dict[tuple[str, int], int] = {}
-        per_path: dict[str, int] = {}
+        that ranked, in the whole pool, so a range does not depend on k either), at most
+        ``per_file`` per note, ``k`` in all. ``state`` carries the hits of an earlier pool on
+        (whose first ``frozen`` are neither widened nor repeated)."""
+        st = state if state is not None else _Collapse()
+        hits, seen_sections, per_path = st.hits, st.sections, st.per_path
         for c in ordered:
             ch = c.chunk
             key = (ch.path, ch.section)
             if key in seen_sections:
                 # Another chunk of a section already listed: widen that hit's range instead.
                 i = seen_sections[key]
-                h = hits[i]
-                hits[i] = replace(
-                    h, start_line=min(h.start_line, ch.start_line),
-                    end_line=max(h.end_line, ch.end_line),
-                )
+                if i >= st.frozen:
+                    h = hits[i]
+                    hits[i] = replace(
+                        h, start_line=min(h.start_line, ch.start_line),
+                        end_line=max(h.end_line, ch.end_line),
+                    )
                 continue
-            if per_path.get(ch.path, 0) >= per_file:
+            if len(hits) >= k or per_path.get(ch.path, 0) >= per_file:
                 continue
             per_path[ch.path] = per_path.get(ch.path, 0) + 1
             seen_sections[key] = len(hits)
@@ -399,9 +461,7 @@ class Searcher:
                     },
                 )
             )
-            if len(hits) >= k:
-                break
-        return hits
+        return list(hits)
 
     # -- related --
 
