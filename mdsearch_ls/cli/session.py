@@ -100,6 +100,8 @@ class _Session:
             _note(self.args, ws.read_only_reason)
         if ws.healed:
             _note(self.args, ws.healed)
+        if ws.switched:
+            _note(self.args, ws.switched)
         return ws
 
     def update(self, ws: Any, *, rebuild: bool = False, first: bool = False) -> tuple[Any, int]:

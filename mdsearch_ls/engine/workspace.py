@@ -56,6 +56,21 @@ from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
 
+def _recorded_model(manifest: Path) -> str | None:
+    """The model a space's manifest records (None: unreadable, or made before it was kept)."""
+    try:
+        conn = sqlite3.connect(f"file:{manifest}?mode=ro", uri=True, timeout=1)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    return str(row[0]) if row else None
+
+
 OpenMode = Literal["write", "read", "read-if-locked"]
 """How a front end opens an index: ``write`` (take the writer lock, create, repair: a server, the
 ``index`` command), ``read`` (never create, prune, repair or lock: ``status``, ``--no-update``
@@ -158,6 +173,10 @@ class Workspace(WriterOpen):
         )
         self.space = space_name(settings)
         self.read_only = read_only
+        self.switched: str | None = None
+        """Set when this open started a new embedding space beside an index of other settings
+        (another model, other chunking): every note is embedded again, and this says why, once,
+        for a person to read; None otherwise."""
         self.healed: str | None = None
         """What was damaged and what opening did about it, once, for a person to read (CLI
         stderr, an editor's ``window/showMessage``); None when the index opened sound."""
@@ -178,6 +197,7 @@ class Workspace(WriterOpen):
         try:
             (self.index_dir / "ROOT").write_text(str(self.root) + "\n", encoding="utf-8")
             self._open_healing()
+            self.switched = self._note_switch()
             self.dropped_spaces = self._prune_spaces()
             self.searcher = Searcher(
                 self.manifest, self.store, embedder, per_file=settings.per_file
@@ -196,6 +216,15 @@ class Workspace(WriterOpen):
         not_indexed = NotIndexedError(
             f"{self.root} is not indexed yet: run `mdsearch index {self.root}`"
         )
+        others = [_recorded_model(f) for f in self.index_dir.glob("*.sqlite3")
+                  if f.stem != self.space]
+        others_models = sorted({m for m in others if m and m != self.embedder.name})
+        if others_models:
+            not_indexed = NotIndexedError(
+                f"{self.root} is indexed with {', '.join(others_models)}, not with "
+                f"{self.embedder.name} (each model has an index of its own): run `mdsearch "
+                f"index {self.root}` with the same model setting to build it"
+            )
         if not path.is_file():
             raise not_indexed
         try:
@@ -228,6 +257,32 @@ class Workspace(WriterOpen):
                 f"the index in {self.index_dir} is open read-only (another process writes it)"
             )
         return self.indexer
+
+    def _note_switch(self) -> str | None:
+        """Record the model of a new space in its manifest, and when the index folder already
+        holds other spaces, say what switching costs (their vectors are of another model or
+        other chunks, never mixed with this one's)."""
+        if not self.manifest.created:
+            return None
+        self.manifest.set_meta("model", self.embedder.name)
+        newest: tuple[float, str] | None = None
+        for f in self.index_dir.glob("*.sqlite3"):
+            if f.stem != self.space:
+                with contextlib.suppress(OSError):
+                    newest = max(newest or (0.0, ""), (f.stat().st_mtime, f.stem))
+        if newest is None:
+            return None
+        other = newest[1]
+        model = _recorded_model(self.index_dir / f"{other}.sqlite3")
+        if model is not None and model != self.embedder.name:
+            why = (f"it was indexed with the model {model}, and {self.embedder.name} is another "
+                   f"embedding space (its vectors are never compared with {model}'s)")
+            back = f"switching back to {model}"
+        else:
+            why = "it was indexed with other chunking settings"
+            back = "switching back"
+        return (f"{self.root}: {why}: every note is embedded again, once. The other index is "
+                f"kept, so {back} re-embeds nothing.")
 
     # ---- settings -----------------------------------------------------------------------------
 

@@ -17,10 +17,12 @@ from mdsearch_ls.config import Settings, settings_from_client
 from mdsearch_ls.engine.embedding import (
     PAD_RATIO,
     BatchingEmbedder,
+    MultilingualEmbedder,
     OnnxEmbedder,
     SentenceTransformerEmbedder,
     create_embedder,
     effective_backend,
+    is_multilingual,
     physical_cores,
     plan_batches,
     space_model_name,
@@ -211,6 +213,27 @@ def test_fp32_onnx_and_torch_share_a_space_int8_has_its_own() -> None:
     assert space_model_name(int8) == "all-MiniLM-L6-v2-int8"
     # int8 asked for with another model: torch embeds it in fp32, so no int8 space.
     assert space_model_name(Settings(model="/x/other", embedder_backend="onnx-int8")) == "other"
+
+
+def test_the_multilingual_model_is_its_own_space_whatever_the_backend(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    for spelled in ("multilingual", " Multilingual ", "use-multilingual-v3"):
+        s = Settings(model=spelled)
+        assert is_multilingual(s.model)
+        assert effective_backend(s) == "multilingual"
+        assert space_model_name(s) == "use-multilingual-v3"
+        embedder = create_embedder(s)
+        assert isinstance(embedder, MultilingualEmbedder) and not embedder.loaded
+        assert embedder.name == "use-multilingual-v3" and embedder.dimension == 512
+    for backend in ("onnx", "onnx-int8", "torch"):
+        assert space_name(Settings(model="multilingual", embedder_backend=backend)) == \
+            space_name(Settings(model="multilingual"))
+        assert space_name(Settings(model="multilingual")) != \
+            space_name(Settings(embedder_backend=backend))
+    create_embedder(Settings(model="multilingual", embedder_backend="torch"))
+    assert "does not apply to the multilingual model" in caplog.text
+    assert not is_multilingual(None) and not is_multilingual("all-MiniLM-L6-v2")
 
 
 def test_physical_cores_is_a_usable_thread_count() -> None:

@@ -9,6 +9,10 @@ Backends (the ``embedder_backend`` setting, client key ``embedder.backend``):
 * ``torch``: sentence-transformers (extra ``mdsearch-ls[torch]``), for a GPU or any other
   sentence-transformers model given by the ``model`` setting.
 
+``model = "multilingual"`` is another bundled model rather than a backend: Google's Universal
+Sentence Encoder multilingual v3 in numpy (extra ``mdsearch-ls[multilingual]``,
+``multilingual_backend.py``), whatever ``embedder.backend`` says, in an embedding space of its own.
+
 The ONNX backends run the bundled model only. A ``model`` setting naming another model is served
 by the torch backend whatever ``embedder.backend`` says (logged once), because that is the only
 backend that can run it; without torch installed, loading fails with a message saying what to
@@ -33,6 +37,9 @@ from mdsearch_ls.engine.embedding.base import (
     physical_cores,
     plan_batches,
 )
+from mdsearch_ls.engine.embedding.multilingual_backend import MODEL_NAME as MULTILINGUAL_MODEL
+from mdsearch_ls.engine.embedding.multilingual_backend import SETTING as MULTILINGUAL_SETTING
+from mdsearch_ls.engine.embedding.multilingual_backend import MultilingualEmbedder
 from mdsearch_ls.engine.embedding.onnx_backend import OnnxEmbedder
 from mdsearch_ls.engine.embedding.torch_backend import SentenceTransformerEmbedder
 
@@ -85,6 +92,11 @@ def model_display_name(model: str | None) -> str:
     return Path(model).name if os.sep in model or Path(model).exists() else model
 
 
+def is_multilingual(model: str | None) -> bool:
+    """Whether the ``model`` setting asks for the bundled multilingual model."""
+    return bool(model) and model.strip().lower() in (MULTILINGUAL_SETTING, MULTILINGUAL_MODEL)
+
+
 def is_bundled(model: str | None) -> bool:
     """Whether the ``model`` setting means the bundled all-MiniLM-L6-v2 (unset, its name, or
     the package's own folder)."""
@@ -101,7 +113,10 @@ def is_bundled(model: str | None) -> bool:
 
 
 def effective_backend(settings: Settings) -> str:
-    """The backend that will embed: ``embedder_backend``, unless the model needs torch."""
+    """The backend that will embed: ``embedder_backend``, unless the model needs torch (or is
+    the multilingual one, which has a backend of its own)."""
+    if is_multilingual(settings.model):
+        return MULTILINGUAL_SETTING
     backend = getattr(settings, "embedder_backend", DEFAULT_BACKEND)
     if backend != "torch" and not is_bundled(settings.model):
         return "torch"
@@ -111,7 +126,10 @@ def effective_backend(settings: Settings) -> str:
 def space_model_name(settings: Settings) -> str:
     """The model part of an embedding space's name. fp32 ONNX and torch vectors of the same
     weights agree to cosine >= 0.9999, so they share a space (switching between them re-embeds
-    nothing); int8 vectors differ (mean cosine ~0.994) and get their own."""
+    nothing); int8 vectors differ (mean cosine ~0.994) and get their own; the multilingual
+    model's vectors are another space altogether, named after its weights."""
+    if is_multilingual(settings.model):
+        return MULTILINGUAL_MODEL
     name = BUNDLED_MODEL if is_bundled(settings.model) else model_display_name(settings.model)
     return f"{name}-int8" if effective_backend(settings) == "onnx-int8" else name
 
@@ -119,6 +137,12 @@ def space_model_name(settings: Settings) -> str:
 def create_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for; the one way front ends make one. Nothing loads yet."""
     backend = effective_backend(settings)
+    if backend == MULTILINGUAL_SETTING:
+        asked = getattr(settings, "embedder_backend", DEFAULT_BACKEND)
+        if asked != DEFAULT_BACKEND:
+            log.warning("embedder.backend %r does not apply to the multilingual model, which "
+                        "runs on numpy", asked)
+        return MultilingualEmbedder()
     if backend == "torch":
         asked = getattr(settings, "embedder_backend", DEFAULT_BACKEND)
         if asked != "torch":
@@ -135,16 +159,20 @@ __all__ = [
     "BACKENDS",
     "BUNDLED_MODEL",
     "DEFAULT_BACKEND",
+    "MULTILINGUAL_MODEL",
+    "MULTILINGUAL_SETTING",
     "PAD_RATIO",
     "BatchingEmbedder",
     "Embedder",
     "ModelLoadError",
+    "MultilingualEmbedder",
     "OnnxEmbedder",
     "SentenceTransformerEmbedder",
     "bundled_model_path",
     "create_embedder",
     "effective_backend",
     "is_bundled",
+    "is_multilingual",
     "model_display_name",
     "physical_cores",
     "plan_batches",

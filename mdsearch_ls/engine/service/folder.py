@@ -129,9 +129,12 @@ class IndexedFolder:
             self._arm_take_over()
 
     def _tell_healed(self, ws: Workspace) -> None:
-        """Opening found the index damaged and set it aside: say so, once."""
+        """Opening found the index damaged and set it aside, or started a new embedding space
+        (another model): say so, once."""
         if ws.healed:
             self._on_message(f"mdsearch: {ws.healed}", "warning")
+        if ws.switched:
+            self._on_message(f"mdsearch: {ws.switched}", "info")
 
     def _failed(self, exc: Exception) -> None:
         self.state = STATE_ERROR
