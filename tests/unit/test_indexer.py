@@ -369,7 +369,7 @@ def test_missing_root_is_a_clear_error(tmp_path, fake_embedder):
 
 def test_progress_is_monotonic_and_ends_at_total(tmp_path, write, make_workspace,
                                                  fake_embedder, monkeypatch):
-    import mdsearch_ls.engine.index.indexer as indexer_mod
+    import mdsearch_ls.engine.index.embed_queue as indexer_mod
 
     monkeypatch.setattr(indexer_mod, "GROUP_FILES", 3)
     root = tmp_path / "notes"
@@ -392,7 +392,7 @@ def test_progress_is_monotonic_and_ends_at_total(tmp_path, write, make_workspace
 
 def test_cancel_stops_early_and_a_later_run_finishes(tmp_path, write, make_workspace,
                                                      fake_embedder, monkeypatch):
-    import mdsearch_ls.engine.index.indexer as indexer_mod
+    import mdsearch_ls.engine.index.embed_queue as indexer_mod
 
     monkeypatch.setattr(indexer_mod, "GROUP_FILES", 2)
     root = tmp_path / "notes"

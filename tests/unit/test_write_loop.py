@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import mdsearch_ls.engine.index.indexer as indexer_mod
+import mdsearch_ls.engine.index.embed_queue as indexer_mod
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.index.manifest import Manifest
 from mdsearch_ls.engine.search.requests import SearchRequest

@@ -1,0 +1,143 @@
+"""The manifest's schema and rows: what a manifest file holds, how damage is told from a busy
+or missing file, and how rows become records.
+
+Apart from :mod:`mdsearch_ls.engine.index.manifest` so that the class there is the connection
+and transaction logic alone; every name here is re-exported from that module.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from mdsearch_ls.engine.locations import ChunkRecord, FileRecord
+
+SCHEMA_VERSION = 1
+# The links table came after schema 1: an older index's notes are marked to be read again (size
+# -1, no hash), so the next scan rewrites their rows with links, vectors from the cache.
+LINKS_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    mtime REAL NOT NULL,
+    size INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    aliases TEXT NOT NULL,
+    chunk_ids TEXT NOT NULL,
+    indexed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS file_tags (
+    path TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    PRIMARY KEY (tag, path)
+);
+CREATE INDEX IF NOT EXISTS file_tags_path ON file_tags(path);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    section INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    breadcrumb TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    embed_hash TEXT NOT NULL,
+    body_hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_body ON chunks(body_hash);
+CREATE INDEX IF NOT EXISTS chunks_embed ON chunks(embed_hash);
+CREATE TABLE IF NOT EXISTS vectors (embed_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS links (
+    path TEXT NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL, anchor TEXT NOT NULL,
+    line INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS links_path ON links(path);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    title, body, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS skipped (
+    path TEXT PRIMARY KEY,
+    mtime REAL NOT NULL,
+    size INTEGER NOT NULL,
+    reason TEXT NOT NULL
+);
+"""
+
+# Tables every manifest of this schema has had from the start: one missing means damage. (Tables
+# added later, like ``skipped``, are created by the next write open instead.)
+_REQUIRED_TABLES = frozenset({"meta", "files", "file_tags", "chunks", "vectors", "chunks_fts"})
+
+
+class ManifestDamagedError(sqlite3.DatabaseError):
+    """The file is not a manifest this mdsearch can use: damaged, not a database, tables
+    missing, or another schema version. The index is a cache, so the writer moves such a file
+    aside and rebuilds it from the notes."""
+
+
+_DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_DAMAGE_WORDS = ("malformed", "not a database", "file is encrypted", "no such table",
+                 "no such column")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether a SQLite error means the file itself is damaged (rather than busy, read-only,
+    out of space or missing, which moving the file aside would not cure)."""
+    if isinstance(exc, ManifestDamagedError):
+        return True
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    name = getattr(exc, "sqlite_errorname", "") or ""  # Python 3.11+
+    if name.startswith(_DAMAGE_CODES):
+        return True
+    text = str(exc).lower()
+    return any(w in text for w in _DAMAGE_WORDS)
+
+
+class ManifestEmptyError(sqlite3.DatabaseError):
+    """A reader found a manifest with no tables: nothing was ever indexed into it (or it is
+    being created right now)."""
+
+
+def _file_record(row: Sequence[Any], tags: Iterable[str]) -> FileRecord:
+    """A ``files`` row (columns as in ``Manifest._FILE_COLS``) and its tags as a record."""
+    path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at = row
+    return FileRecord(
+        path=path, content_hash=content_hash, mtime=mtime, size=size, title=title,
+        aliases=tuple(json.loads(aliases)), tags=tuple(tags),
+        chunk_ids=tuple(json.loads(chunk_ids)), indexed_at=indexed_at,
+    )
+
+
+def _chunk_record(row: Sequence[Any]) -> ChunkRecord:
+    """A ``chunks`` row (columns as in ``Manifest._CHUNK_COLS``) as a record."""
+    cid, path, ordinal, section, title, breadcrumb, start, end, text, embed_hash, body_hash = row
+    return ChunkRecord(
+        id=cid, path=path, ordinal=ordinal, section=section, title=title,
+        breadcrumb=breadcrumb, start_line=start, end_line=end, text=text,
+        embed_hash=embed_hash, body_hash=body_hash,
+    )
+
+
+def _put_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def _batched(items: list[str], n: int) -> Iterator[list[str]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
