@@ -18,10 +18,8 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Literal
-
-import numpy as np
 
 from mdsearch_ls.config import INDEX_FIELDS, Settings, differs
 from mdsearch_ls.engine.embedding import Embedder
@@ -32,11 +30,12 @@ from mdsearch_ls.engine.errors import (
     RequestError,
 )
 from mdsearch_ls.engine.index.healing import WriterOpen
-from mdsearch_ls.engine.index.indexer import CancelFn, Indexer, IndexReport, ProgressFn, sha1
+from mdsearch_ls.engine.index.indexer import CancelFn, Indexer, IndexReport, ProgressFn
 from mdsearch_ls.engine.index.layout import (
     IndexLock,
     IndexState,
     default_index_dir,
+    recorded_model,
     space_name,
     writer_alive,
 )
@@ -47,28 +46,13 @@ from mdsearch_ls.engine.index.manifest import (
 )
 from mdsearch_ls.engine.index.vector_store import ChromaStore
 from mdsearch_ls.engine.locations import ChunkRecord
-from mdsearch_ls.engine.notes import chunking
 from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.search.related import Related, related_sections
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search.searcher import Hit, Searcher
-from mdsearch_ls.engine.search.vectors import mean_vector
 from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
-
-def _recorded_model(manifest: Path) -> str | None:
-    """The model a space's manifest records (None: unreadable, or made before it was kept)."""
-    try:
-        conn = sqlite3.connect(f"file:{manifest}?mode=ro", uri=True, timeout=1)
-    except sqlite3.Error:
-        return None
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
-    return str(row[0]) if row else None
 
 
 OpenMode = Literal["write", "read", "read-if-locked"]
@@ -77,14 +61,6 @@ OpenMode = Literal["write", "read", "read-if-locked"]
 searches) or ``read-if-locked`` (write, or read what another process writes when it holds the
 lock: a search that would like to update first)."""
 OPEN_MODES: tuple[str, ...] = ("write", "read", "read-if-locked")
-
-
-@dataclass
-class Related:
-    """The section under a cursor and the sections of other notes most like it."""
-
-    section: chunking.Section | None
-    hits: list[Hit]
 
 
 @dataclass
@@ -216,7 +192,7 @@ class Workspace(WriterOpen):
         not_indexed = NotIndexedError(
             f"{self.root} is not indexed yet: run `mdsearch index {self.root}`"
         )
-        others = [_recorded_model(f) for f in self.index_dir.glob("*.sqlite3")
+        others = [recorded_model(f) for f in self.index_dir.glob("*.sqlite3")
                   if f.stem != self.space]
         others_models = sorted({m for m in others if m and m != self.embedder.name})
         if others_models:
@@ -273,7 +249,7 @@ class Workspace(WriterOpen):
         if newest is None:
             return None
         other = newest[1]
-        model = _recorded_model(self.index_dir / f"{other}.sqlite3")
+        model = recorded_model(self.index_dir / f"{other}.sqlite3")
         if model is not None and model != self.embedder.name:
             why = (f"it was indexed with the model {model}, and {self.embedder.name} is another "
                    f"embedding space (its vectors are never compared with {model}'s)")
@@ -417,47 +393,10 @@ class Workspace(WriterOpen):
         rel = self.note_path(request.path)
         if rel is None:
             raise RequestError(f"{request.path} is not a note inside {self.root}", "path")
-        text = request.text
-        if text is None:
-            path = self.root / rel
-            if not path.is_file():
-                raise RequestError(f"{request.path} does not exist", "path")
-            read = sources.read_source(path, rel, max_file_bytes=self.settings.max_file_bytes)
-            if read.text is None:
-                return Related(None, [])
-            text = read.text
-        note = chunking.parse_note(
-            text,
-            fallback_title=PurePosixPath(rel).stem,
-            chunk_size=self.settings.chunk_size,
-            chunk_overlap=self.settings.chunk_overlap,
+        return related_sections(
+            request, rel, root=self.root, settings=self.settings, embedder=self.embedder,
+            manifest=self.manifest, searcher=self.searcher, reading=self._reading,
         )
-        section = chunking.section_at_line(note, request.line)
-        if section is None:
-            return Related(None, [])
-        index = note.sections.index(section)
-        texts = [c.embed_text for c in note.chunks if c.section == index]
-        if not texts:
-            return Related(section, [])
-        hashes = [sha1(t) for t in texts]
-        with self._reading():
-            cached = self.manifest.vectors(hashes)
-        missing = [t for t, h in zip(texts, hashes, strict=True) if h not in cached]
-        vectors = [cached[h] for h in hashes if h in cached]
-        if missing:
-            vectors.extend(np.asarray(v) for v in self.embedder.embed_documents(missing))
-        centroid = mean_vector(vectors)
-        if centroid is None:
-            return Related(section, [])
-        min_score = request.min_score
-        with self._reading():
-            hits = self.searcher.related(
-                centroid,
-                exclude_path=rel,
-                k=request.k or self.settings.hover_max_results,
-                min_score=self.settings.hover_min_score if min_score is None else min_score,
-            )
-        return Related(section, hits)
 
     def pending_changes(self) -> int:
         """How many notes an update would read or drop; 0 when the index is up to date. Stats

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import os
 import re
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -179,3 +180,19 @@ def writer_alive(index_dir: Path) -> bool:
         return False
     probe.release()
     return False
+
+
+def recorded_model(manifest: Path) -> str | None:
+    """The model a space's manifest records (None: unreadable, or made before it was kept)."""
+    try:
+        conn = sqlite3.connect(f"file:{manifest}?mode=ro", uri=True, timeout=1)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    return str(row[0]) if row else None
+

@@ -11,16 +11,22 @@ only a cache that can always be rebuilt from it.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import pathspec
+
+from mdsearch_ls.engine.notes.decoding import (
+    DEFAULT_MAX_FILE_BYTES,
+    ReadResult,
+    _oversize_warning,
+    looks_binary,
+    read_source,
+)
 
 __all__ = [
     "DEFAULT_EXCLUDES",
@@ -45,7 +51,6 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (".git/", "node_modules/", ".obsidian/", ".t
 # an exclude negation (``!.notes/``) brings it back. The DEFAULT_EXCLUDES stay out regardless.
 HIDDEN_DIRS = ".*/"
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-DEFAULT_MAX_FILE_BYTES = 2_000_000
 
 GITIGNORE = ".gitignore"
 
@@ -62,27 +67,6 @@ class SourceFile:
     """Size in bytes at scan time (of the link target for a symlinked file)."""
     mtime: float
     """``st_mtime`` at scan time; a cheap hint before hashing, never the truth."""
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    """The decoded text of a note, or why it was not read."""
-
-    text: str | None
-    """Decoded text; ``None`` when the file was skipped."""
-    content_hash: str
-    """sha256 hex of the raw bytes, so a re-save with no changes re-embeds nothing; ``""``
-    when skipped."""
-    warning: str | None
-    """Human-readable and naming the file by its relative path, for logs and editors."""
-
-
-def _fmt_mb(n: int) -> str:
-    return f"{n / 1_000_000:.1f} MB"
-
-
-def _oversize_warning(rel: str, size: int, max_file_bytes: int) -> str:
-    return f"skipped {rel}: {_fmt_mb(size)} exceeds max_file_bytes ({_fmt_mb(max_file_bytes)})"
 
 
 def _is_markdown(rel: str) -> bool:
@@ -429,81 +413,3 @@ def count_notes(
         if stop_after is not None and n > stop_after:
             return n, False
     return n, not timed_out
-# Byte-order marks, longest first: UTF-32-LE's starts with UTF-16-LE's.
-_BOMS: tuple[tuple[bytes, str], ...] = (
-    (b"\xff\xfe\x00\x00", "utf-32-le"),
-    (b"\x00\x00\xfe\xff", "utf-32-be"),
-    (b"\xef\xbb\xbf", "utf-8"),
-    (b"\xff\xfe", "utf-16-le"),
-    (b"\xfe\xff", "utf-16-be"),
-)
-
-# A decoded file with at least this share of replacement characters and control characters is
-# binary, whatever its name: random bytes without NUL decode to about half of them, while a
-# note in a legacy encoding (Latin-1, cp1252) has a few percent at most.
-BINARY_SHARE = 0.3
-_BINARY_MIN = 4  # ... and at least this many, so a four-letter note with one bad byte is text
-_BAD_CHARS = re.compile("[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
-
-
-def _encoding(raw: bytes) -> tuple[str | None, int]:
-    """The encoding a byte-order mark declares and the mark's length; ``(None, 0)`` without."""
-    for bom, codec in _BOMS:
-        if raw.startswith(bom):
-            return codec, len(bom)
-    return None, 0
-
-
-def looks_binary(text: str) -> bool:
-    """Whether decoded text is mostly replacement or control characters (a binary file)."""
-    if not text:
-        return False
-    bad = len(_BAD_CHARS.findall(text))
-    return bad >= _BINARY_MIN and bad >= BINARY_SHARE * len(text)
-
-
-def read_source(
-    path: Path, rel: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-) -> ReadResult:
-    """Read one note as text, turning every problem into a warning rather than an exception.
-
-    One unreadable file must not stop indexing the rest of a vault, so the caller
-    only has to log ``warning`` and move on. A byte-order mark decides the encoding
-    (UTF-8, UTF-16 or UTF-32, as Windows editors save them); without one the note is
-    UTF-8, and a NUL byte means the file is binary whatever its name says. Invalid
-    bytes are decoded as U+FFFD so the rest of a note stays searchable, unless the
-    result is mostly such characters or control characters: then it is binary too.
-    """
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > max_file_bytes:
-                return ReadResult(None, "", _oversize_warning(rel, size, max_file_bytes))
-            raw = fh.read(max_file_bytes + 1)
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        return ReadResult(None, "", f"skipped {rel}: cannot read ({reason})")
-    if len(raw) > max_file_bytes:  # grew between fstat and read
-        return ReadResult(None, "", _oversize_warning(rel, len(raw), max_file_bytes))
-    codec, skip = _encoding(raw)
-    if codec is None and b"\x00" in raw:
-        return ReadResult(None, "", f"skipped {rel}: contains NUL bytes (binary file?)")
-    body = raw[skip:]
-    name = "UTF-8" if codec is None else codec.upper()
-    warning = None
-    try:
-        text = body.decode(codec or "utf-8")
-    except UnicodeDecodeError as exc:
-        text = body.decode(codec or "utf-8", errors="replace")
-        warning = (
-            f"{rel}: invalid {name} at byte {exc.start + skip}; undecodable bytes replaced "
-            f"with U+FFFD"
-        )
-    if looks_binary(text):
-        return ReadResult(
-            None, "", f"skipped {rel}: binary file (read as {name}, it is mostly undecodable "
-            f"bytes and control characters)"
-        )
-    if text.startswith("\ufeff"):  # a second mark: some tools write two
-        text = text[1:]
-    return ReadResult(text, hashlib.sha256(raw).hexdigest(), warning)

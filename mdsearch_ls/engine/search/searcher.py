@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdsearch_ls.config import FUSIONS, MODES
-from mdsearch_ls.engine.locations import Location
 from mdsearch_ls.engine.search import keyword, phrases, ranking
+from mdsearch_ls.engine.search.hits import Hit, SearchResult
 from mdsearch_ls.engine.search.note_lookups import NoteLookups
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
 from mdsearch_ls.engine.search.ranking import Candidate, RankingParams, boilerplate_weight
@@ -40,43 +40,6 @@ if TYPE_CHECKING:
 # where-clause below BROAD_FILTER_SHARE of notes passing, an over-fetch above it.
 EXACT_MAX_CHUNKS = 100_000
 BROAD_FILTER_SHARE = 0.5
-
-
-@dataclass(frozen=True, kw_only=True)
-class Hit(Location):
-    """One section that answers a query."""
-
-    score: float | None
-    """Cosine similarity of query and section; None when it was not computed (keyword mode)."""
-    snippet: str
-    chunk_id: str = ""
-    semantic_rank: int | None = None
-    """Rank of the hit's best chunk in the semantic list (1 is first); None if not in it."""
-    keyword_rank: int | None = None
-    """Rank of the hit's best chunk in the keyword (BM25) list; None if not in it."""
-    bm25: float | None = None
-    """The BM25 score of that chunk (higher is better), when it is in the keyword list."""
-    explain: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def to_json(self, *, explain: bool = False) -> dict[str, Any]:
-        """The hit for ``--json`` and LSP results: 0-based lines, score rounded (or null)."""
-        out: dict[str, Any] = {
-            **self.location_fields(),
-            "score": None if self.score is None else round(self.score, 4),
-            "snippet": self.snippet,
-        }
-        if explain:
-            out["explain"] = self.explain
-        return out
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """The hits of one search and the notes on how the query was read and run (a misspelt
-    filter searched as text, a quoted phrase no section contains), for a front end to show."""
-
-    hits: list[Hit]
-    notes: tuple[str, ...] = ()
 
 
 @dataclass

@@ -1,0 +1,50 @@
+"""What a search answers: a hit (a place in a note, its score and how it was ranked) and the
+result of one search.
+
+Apart from :mod:`mdsearch_ls.engine.search.searcher` (which re-exports both) because every front
+end and writing aid reads hits, while only the searcher makes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mdsearch_ls.engine.locations import Location
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hit(Location):
+    """One section that answers a query."""
+
+    score: float | None
+    """Cosine similarity of query and section; None when it was not computed (keyword mode)."""
+    snippet: str
+    chunk_id: str = ""
+    semantic_rank: int | None = None
+    """Rank of the hit's best chunk in the semantic list (1 is first); None if not in it."""
+    keyword_rank: int | None = None
+    """Rank of the hit's best chunk in the keyword (BM25) list; None if not in it."""
+    bm25: float | None = None
+    """The BM25 score of that chunk (higher is better), when it is in the keyword list."""
+    explain: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_json(self, *, explain: bool = False) -> dict[str, Any]:
+        """The hit for ``--json`` and LSP results: 0-based lines, score rounded (or null)."""
+        out: dict[str, Any] = {
+            **self.location_fields(),
+            "score": None if self.score is None else round(self.score, 4),
+            "snippet": self.snippet,
+        }
+        if explain:
+            out["explain"] = self.explain
+        return out
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The hits of one search and the notes on how the query was read and run (a misspelt
+    filter searched as text, a quoted phrase no section contains), for a front end to show."""
+
+    hits: list[Hit]
+    notes: tuple[str, ...] = ()

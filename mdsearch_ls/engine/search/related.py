@@ -1,0 +1,98 @@
+"""Sections of other notes related to the section under a cursor: the hover's and the related
+view's question, asked of one index.
+
+The section is read from the editor's buffer when there is one, else from disk; its vectors come
+from the index's cache when its embedded text is unchanged, else it is embedded on the fly (and
+not stored: only the writer stores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.embedding import Embedder
+from mdsearch_ls.engine.errors import RequestError
+from mdsearch_ls.engine.index.indexer import sha1
+from mdsearch_ls.engine.notes import chunking
+from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.search.hits import Hit
+from mdsearch_ls.engine.search.requests import RelatedRequest
+from mdsearch_ls.engine.search.vectors import mean_vector
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.index.manifest import Manifest
+    from mdsearch_ls.engine.search.searcher import Searcher
+
+
+@dataclass
+class Related:
+    """The section under a cursor and the sections of other notes most like it."""
+
+    section: chunking.Section | None
+    hits: list[Hit]
+
+
+def related_sections(
+    request: RelatedRequest,
+    rel: str,
+    *,
+    root: Path,
+    settings: Settings,
+    embedder: Embedder,
+    manifest: Manifest,
+    searcher: Searcher,
+    reading: Callable[[], AbstractContextManager[None]],
+) -> Related:
+    """Sections of other notes related to the section at ``request.line`` of the note ``rel``.
+
+    ``reading`` guards each read of the index (see ``Workspace._reading``), so a read-only
+    index that another process rebuilds is reopened rather than read half-written.
+    """
+    text = request.text
+    if text is None:
+        path = root / rel
+        if not path.is_file():
+            raise RequestError(f"{request.path} does not exist", "path")
+        read = sources.read_source(path, rel, max_file_bytes=settings.max_file_bytes)
+        if read.text is None:
+            return Related(None, [])
+        text = read.text
+    note = chunking.parse_note(
+        text,
+        fallback_title=PurePosixPath(rel).stem,
+        chunk_size=settings.chunk_size,
+        chunk_overlap=settings.chunk_overlap,
+    )
+    section = chunking.section_at_line(note, request.line)
+    if section is None:
+        return Related(None, [])
+    index = note.sections.index(section)
+    texts = [c.embed_text for c in note.chunks if c.section == index]
+    if not texts:
+        return Related(section, [])
+    hashes = [sha1(t) for t in texts]
+    with reading():
+        cached = manifest.vectors(hashes)
+    missing = [t for t, h in zip(texts, hashes, strict=True) if h not in cached]
+    vectors = [cached[h] for h in hashes if h in cached]
+    if missing:
+        vectors.extend(np.asarray(v) for v in embedder.embed_documents(missing))
+    centroid = mean_vector(vectors)
+    if centroid is None:
+        return Related(section, [])
+    min_score = request.min_score
+    with reading():
+        hits = searcher.related(
+            centroid,
+            exclude_path=rel,
+            k=request.k or settings.hover_max_results,
+            min_score=settings.hover_min_score if min_score is None else min_score,
+        )
+    return Related(section, hits)
