@@ -67,8 +67,8 @@ from mdsearch_ls.engine.writing.vault_view import VaultView  # noqa: E402
 
 
 def shared_dir() -> Path:
-    """The project's ../shared (beside the repository, or beside /work/main from a worktree)."""
-    for cand in (ROOT.parent / "shared", ROOT.parent.parent / "shared", Path("/work/shared")):
+    """The project's ../shared: beside the repository, or beside the main checkout (worktrees)."""
+    for cand in (ROOT.parent / "shared", ROOT.parent.parent / "shared"):
         if cand.is_dir():
             return cand
     return ROOT.parent / "shared"

@@ -61,7 +61,7 @@ def default_shared() -> Path:
     env = os.environ.get("MDSEARCH_SHARED")
     if env:
         return Path(env)
-    for candidate in (ROOT.parent / "shared", ROOT.parent.parent / "shared", Path("/work/shared")):
+    for candidate in (ROOT.parent / "shared", ROOT.parent.parent / "shared"):
         if (candidate / "eval").is_dir():
             return candidate
     return ROOT.parent / "shared"

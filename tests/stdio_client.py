@@ -1,76 +1,152 @@
-"""Just enough JSON-RPC over stdio to drive a real ``mdsearch serve`` process.
+"""The one JSON-RPC-over-stdio client of the tests and benchmarks that drive a bare server process.
 
-pytest-lsp is the client of the language-server tests; this one exists for the two places that
-need the bare process: a test that reads the server's own stderr (``-X importtime``) and the
-benchmarks that time and measure it. One copy, so both speak the protocol the same way.
+pytest-lsp is the client of most language-server tests; this one exists for the places that need
+the bare process: tests that send malformed bytes or read the server's own stderr, the exit and
+kill tests, and the benchmarks that time and measure the process. One copy, so all of them speak
+the protocol (Content-Length framing, requests from the server accepted with a null result so it
+never waits on us) the same way.
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import threading
+import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
+
+ABSENT: Any = object()
+"""Leave ``params`` (or an id) out of a message altogether, which is not the same as ``null``."""
+
+
+def frame(message: Any) -> bytes:
+    """A message as it goes on the wire."""
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def read_message(stream: BinaryIO | IO[bytes]) -> Any:
+    """The next message on ``stream``; EOFError when the server closed its output."""
+    headers: dict[str, str] = {}
+    while True:
+        line = stream.readline()
+        if not line:
+            raise EOFError("server closed stdout")
+        if not line.strip():
+            break
+        key, _, value = line.decode("ascii").partition(":")
+        headers[key.strip().lower()] = value.strip()
+    return json.loads(stream.read(int(headers["content-length"])))
 
 
 class StdioClient:
-    """A server process and the requests sent to it. Requests from the server (registrations,
-    progress tokens) are accepted with a null result so that it never waits on us."""
+    """A server process and the messages exchanged with it.
 
-    def __init__(self, cmd: list[str], env: dict[str, str], stderr: Path | None = None) -> None:
-        self._stderr: IO[str] | None = stderr.open("w") if stderr else None
+    A reader thread answers the server's own requests (registrations, progress tokens) with a
+    null result and queues everything else in order; :meth:`answer` takes the response to one id
+    from that queue, :meth:`notifications` keeps the rest for a test to look at. :meth:`request`
+    is the convenient form (the result, or an exception); :meth:`send` and :meth:`send_body`
+    let a test put anything on the wire, malformed or not.
+    """
+
+    def __init__(self, cmd: list[str], env: dict[str, str], stderr: Path | None = None,
+                 cwd: Path | None = None) -> None:
+        self._stderr: IO[bytes] | None = stderr.open("wb") if stderr else None
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self._stderr or subprocess.DEVNULL, env=env,
+            stderr=self._stderr or subprocess.DEVNULL, env=env, cwd=cwd,
         )
-        self._responses: dict[int, Any] = {}
-        self._cond = threading.Condition()
-        self._next = 0
-        threading.Thread(target=self._read, daemon=True).start()
+        self.inbox: queue.Queue[Any] = queue.Queue()
+        self.seen: list[Any] = []
+        """Every response and notification taken from the inbox so far."""
+        self._write_lock = threading.Lock()
+        self._ids = iter(range(1, 10**9))
+        threading.Thread(target=self._read, name="stdio-client-reader", daemon=True).start()
+
+    # -- the wire ----------------------------------------------------------------------------
 
     def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            headers: dict[str, str] = {}
+        assert self.proc.stdout is not None
+        try:
             while True:
-                line = out.readline()
-                if not line:
+                try:
+                    msg = read_message(self.proc.stdout)
+                except (EOFError, ValueError, KeyError):
                     return
-                if line in (b"\r\n", b"\n"):
-                    break
-                key, _, value = line.decode().partition(":")
-                headers[key.strip().lower()] = value.strip()
-            body = json.loads(out.read(int(headers["content-length"])))
-            if "id" in body and "method" in body:  # a request from the server: accept it
-                self._send({"jsonrpc": "2.0", "id": body["id"], "result": None})
-            elif "id" in body:
-                with self._cond:
-                    self._responses[body["id"]] = body
-                    self._cond.notify_all()
+                if isinstance(msg, dict) and "method" in msg and "id" in msg:
+                    self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+                    continue
+                self.inbox.put(msg)
+        finally:
+            self.inbox.put(None)
 
-    def _send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message).encode()
+    def send_body(self, body: bytes) -> None:
+        """``body`` framed with its true length, whatever it holds."""
+        self.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def send_raw(self, data: bytes) -> None:
+        """Bytes on the wire exactly as given (a wrong header, half a frame)."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
-        self.proc.stdin.flush()
+        with self._write_lock:
+            try:
+                self.proc.stdin.write(data)
+                self.proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # the server is gone; whoever waits for an answer will say so
 
-    def notify(self, method: str, params: Any) -> None:
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+    def send(self, message: Any) -> None:
+        self.send_body(json.dumps(message).encode())
 
-    def request(self, method: str, params: Any, timeout: float = 120) -> Any:
-        """The result of one request; an error answer or no answer in ``timeout`` raises."""
-        self._next += 1
-        rid = self._next
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        with self._cond:
-            if not self._cond.wait_for(lambda: rid in self._responses, timeout):
-                raise TimeoutError(f"no answer to {method} in {timeout} s")
-            body = self._responses.pop(rid)
+    def send_request(self, method: str, params: Any = ABSENT, *, msg_id: Any = ABSENT) -> Any:
+        """Send a request; its id (a fresh number unless ``msg_id`` is given)."""
+        msg_id = next(self._ids) if msg_id is ABSENT else msg_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not ABSENT:
+            message["params"] = params
+        self.send(message)
+        return msg_id
+
+    def notify(self, method: str, params: Any = ABSENT) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not ABSENT:
+            message["params"] = params
+        self.send(message)
+
+    def answer(self, msg_id: Any, timeout: float = 120) -> dict[str, Any]:
+        """The whole response to ``msg_id`` (result or error); other messages met on the way are
+        kept in :attr:`seen`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no answer to request {msg_id!r} within {timeout} s")
+            try:
+                msg = self.inbox.get(timeout=left)
+            except queue.Empty:
+                continue
+            if msg is None:
+                self.inbox.put(None)  # later waiters learn it too
+                raise EOFError(f"the server closed its output before answering {msg_id!r}; "
+                               f"exit code {self.proc.poll()}")
+            self.seen.append(msg)
+            if isinstance(msg, dict) and "method" not in msg and msg.get("id") == msg_id:
+                return msg
+
+    def request(self, method: str, params: Any = None, timeout: float = 120) -> Any:
+        """The result of one request; an error answer raises RuntimeError, none TimeoutError."""
+        body = self.answer(self.send_request(method, params), timeout)
         if "error" in body:
             raise RuntimeError(f"{method}: {body['error']}")
         return body.get("result")
+
+    def notifications(self, method: str) -> list[Any]:
+        """The params of the notifications named ``method`` seen so far."""
+        return [m.get("params") for m in self.seen
+                if isinstance(m, dict) and m.get("method") == method and "id" not in m]
+
+    # -- the process -------------------------------------------------------------------------
 
     def rss_mb(self) -> float:
         """The server's resident memory now (VmRSS)."""
@@ -80,15 +156,28 @@ class StdioClient:
                     return int(line.split()[1]) / 1024
         return 0.0
 
-    def stop(self) -> None:
+    def wait_exit(self, timeout: float = 30) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"server still running {timeout} s after exit") from None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        if self._stderr:
+            self._stderr.close()
+            self._stderr = None
+
+    def stop(self, timeout: float = 30) -> None:
         """shutdown, exit, and the process gone whatever happened."""
         try:
-            self.request("shutdown", None, timeout=30)
-            self.notify("exit", None)
-            self.proc.wait(timeout=30)
-        finally:
             if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
-            if self._stderr:
-                self._stderr.close()
+                self.request("shutdown", None, timeout=timeout)
+                self.notify("exit")
+                self.proc.wait(timeout=timeout)
+        except (TimeoutError, EOFError, RuntimeError, subprocess.TimeoutExpired):
+            pass  # killed below
+        finally:
+            self.kill()

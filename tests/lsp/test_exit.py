@@ -1,11 +1,11 @@
 """The server never outlives its editor: it exits on stdin EOF and when processId dies.
 
-Driven with a raw subprocess and hand-written JSON-RPC framing: pytest-lsp owns stdin otherwise.
+Driven with a raw subprocess and the shared framing of tests/stdio_client.py: pytest-lsp owns
+stdin otherwise.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
@@ -13,28 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.stdio_client import frame, read_message
+
 from .conftest import SERVER_CMD, copy_vault
 
 pytestmark = pytest.mark.slow
-
-
-def frame(obj: dict) -> bytes:
-    body = json.dumps(obj).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def read_message(stream) -> dict:
-    headers = {}
-    while True:
-        line = stream.readline()
-        if not line:
-            raise EOFError("server closed stdout")
-        line = line.strip()
-        if not line:
-            break
-        k, _, v = line.decode().partition(":")
-        headers[k.strip().lower()] = v.strip()
-    return json.loads(stream.read(int(headers["content-length"])))
 
 
 def start(vault: Path, cache: Path, pid: int | None) -> subprocess.Popen:

@@ -11,15 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import queue
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.stdio_client import ABSENT, StdioClient
 
 from .conftest import SERVER_CMD
 
@@ -33,92 +32,39 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
 INVALID_PARAMS, INTERNAL_ERROR, SERVER_NOT_INITIALIZED = -32602, -32603, -32002
 
 NOTE = "# Sourdough starter\n\nFeed the starter flour and water every day; keep it warm.\n"
-ABSENT = object()
 
 
-class RawServer:
-    """A server process and a hand-written JSON-RPC client for it."""
+class RawServer(StdioClient):
+    """A server process and the shared stdio client, with this file's checks: every answer
+    comes within ANSWER_TIMEOUT and carries no traceback. ``request`` sends and returns the id
+    (these tests look at whole responses, errors included)."""
 
     def __init__(self, root: Path, cache: Path, stderr_path: Path) -> None:
         env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "ANONYMIZED_TELEMETRY": "False"}
+        super().__init__(SERVER_CMD, env, stderr=stderr_path)
         self.root = root
         self.stderr_path = stderr_path
-        self._stderr = stderr_path.open("wb")
-        self.proc = subprocess.Popen(SERVER_CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, env=env)
-        self.inbox: queue.Queue[dict[str, Any] | list[Any] | None] = queue.Queue()
         self.responses: list[Any] = []  # every response seen, for the no-traceback check
-        self._write_lock = threading.Lock()
-        self._ids = iter(range(1000, 10**6))
-        threading.Thread(target=self._read, name="raw-lsp-reader", daemon=True).start()
+        self._ids = iter(range(1000, 10**6))  # clear of the ids the tests write by hand
 
-    # -- the wire --------------------------------------------------------------------------
-
-    def _read(self) -> None:
-        stream = self.proc.stdout
-        assert stream is not None
-        try:
-            while True:
-                headers: dict[str, str] = {}
-                while True:
-                    line = stream.readline()
-                    if not line:
-                        return
-                    if not line.strip():
-                        break
-                    key, _, value = line.decode("ascii").partition(":")
-                    headers[key.strip().lower()] = value.strip()
-                msg = json.loads(stream.read(int(headers["content-length"])))
-                if isinstance(msg, dict) and "method" in msg and "id" in msg:
-                    # A request from the server (progress tokens, registrations): say yes.
-                    self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
-                    continue
-                self.inbox.put(msg)
-        finally:
-            self.inbox.put(None)
-
-    def send_body(self, body: bytes) -> None:
-        assert self.proc.stdin is not None
-        with self._write_lock:
-            self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            self.proc.stdin.flush()
-
-    def send(self, message: Any) -> None:
-        self.send_body(json.dumps(message).encode())
-
-    def request(self, method: str, params: Any = ABSENT, *, msg_id: Any = ABSENT) -> Any:
-        msg_id = next(self._ids) if msg_id is ABSENT else msg_id
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-        if params is not ABSENT:
-            message["params"] = params
-        self.send(message)
-        return msg_id
-
-    def notify(self, method: str, params: Any = ABSENT) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not ABSENT:
-            message["params"] = params
-        self.send(message)
+    def request(self, method: str, params: Any = ABSENT, *,  # type: ignore[override]
+                msg_id: Any = ABSENT) -> Any:
+        return self.send_request(method, params, msg_id=msg_id)
 
     def answer(self, msg_id: Any, timeout: float = ANSWER_TIMEOUT) -> dict[str, Any]:
         """The response to ``msg_id``; notifications met on the way are dropped."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no answer to request {msg_id!r} within {timeout}s")
-            try:
-                msg = self.inbox.get(timeout=left)
-            except queue.Empty:
-                continue
-            if msg is None:
-                raise AssertionError(f"the server closed its output before answering {msg_id!r}"
-                                     f"; exit code {self.proc.poll()}")
-            if isinstance(msg, dict) and "method" not in msg:
-                self.responses.append(msg)
-                assert_no_traceback(msg)
-                if msg.get("id") == msg_id:
-                    return msg
+        before = len(self.seen)
+        try:
+            msg = super().answer(msg_id, timeout)
+        except TimeoutError:
+            raise AssertionError(f"no answer to request {msg_id!r} within {timeout}s") from None
+        except EOFError as exc:
+            raise AssertionError(str(exc)) from None
+        for seen in self.seen[before:]:
+            if isinstance(seen, dict) and "method" not in seen:
+                self.responses.append(seen)
+                assert_no_traceback(seen)
+        return msg
 
     def call(self, method: str, params: Any = ABSENT, timeout: float = ANSWER_TIMEOUT) -> Any:
         return self.answer(self.request(method, params), timeout)
@@ -151,10 +97,7 @@ class RawServer:
             time.sleep(0.2)  # polling interval of a condition, not synchronisation
 
     def wait_exit(self, timeout: float = LIFECYCLE_TIMEOUT) -> int:
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"server still running {timeout}s after exit") from None
+        return super().wait_exit(timeout)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -162,10 +105,7 @@ class RawServer:
                 self.answer(self.request("shutdown"), LIFECYCLE_TIMEOUT)
                 self.notify("exit")
                 self.proc.wait(timeout=LIFECYCLE_TIMEOUT)
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self._stderr.close()
+        self.kill()
 
 
 def assert_no_traceback(response: dict[str, Any]) -> None:
