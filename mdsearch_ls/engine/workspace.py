@@ -468,6 +468,10 @@ class Workspace(WriterOpen):
         try:
             if self.store is not None:
                 self.store.close()
+                if self.indexer is not None:
+                    # Chroma closed cleanly: the next open need not compare it id by id.
+                    with contextlib.suppress(sqlite3.Error):
+                        self.indexer.mark_store_clean()
             self.manifest.close()
         finally:
             if self._lock is not None:

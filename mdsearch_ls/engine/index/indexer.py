@@ -49,6 +49,10 @@ from mdsearch_ls.engine.notes import files as sources
 
 log = logging.getLogger(__name__)
 
+STORE_CLEAN = "store_clean"
+"""Manifest meta: the generation at which the writer last closed Chroma cleanly ("" while a
+writer may have written Chroma past the manifest)."""
+
 
 def sha1(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -90,17 +94,50 @@ class Indexer:
             root, settings.include, settings.exclude, index_dir=index_dir
         )
         self.index_dir = index_dir
+        self._store_dirty = False  # the manifest's clean marker was cleared by this writer
+        self._settled = True  # every Chroma write so far was followed by its manifest write
 
     # ---- repair -----------------------------------------------------------------------------
 
+    def _writing_store(self) -> None:
+        """Called before every write to Chroma: from here until a clean close, Chroma may be
+        ahead of the manifest, so the next open must compare them in full."""
+        self._settled = False
+        if not self._store_dirty:
+            self.manifest.set_meta(STORE_CLEAN, "")
+            self._store_dirty = True
+
+    def mark_store_clean(self) -> None:
+        """Record that Chroma holds exactly the manifest's chunks at this generation: the
+        owner calls it after closing the store cleanly, so the next open can skip the full
+        comparison (which pages through every id in Chroma: seconds at 50k chunks). Nothing is
+        recorded after a write that failed half-way: then the next open compares in full."""
+        if not self._settled:
+            return
+        self.manifest.set_meta(STORE_CLEAN, str(self.manifest.generation))
+        self._store_dirty = False
+
+    def _store_known_clean(self) -> bool:
+        clean = self.manifest.get_meta(STORE_CLEAN)
+        if not clean or clean != str(self.manifest.generation):
+            return False
+        # A cheap check of the marker's claim: a Chroma folder deleted or replaced since.
+        return self.store.count() == self.manifest.counts()[1]
+
     def reconcile(self) -> int:
-        """Make Chroma agree with the manifest; returns how many ids were fixed."""
+        """Make Chroma agree with the manifest; returns how many ids were fixed.
+
+        A full comparison only when the last writer did not close cleanly (or Chroma's size
+        disagrees): its cost then is the index's size, otherwise two counts."""
+        if not self._store_dirty and self._store_known_clean():
+            return 0
         want = self.manifest.chunk_ids()
         have = self.store.all_ids()
         extra = sorted(have - want)
         missing = sorted(want - have)
         if extra:
             log.warning("repairing index: %d orphan vectors removed", len(extra))
+            self._writing_store()
             self.store.delete(extra)
         if missing:
             records = self.manifest.get_chunks(missing)
@@ -110,6 +147,7 @@ class Indexer:
             if restorable:
                 log.warning("repairing index: %d vectors restored", len(restorable))
                 files = self.manifest.files()
+                self._writing_store()
                 self.store.upsert(
                     [r.id for r in restorable],
                     np.stack([vecs[r.embed_hash] for r in restorable]),
@@ -119,6 +157,7 @@ class Indexer:
                 # No cached vector: forget these notes so the next scan re-embeds them.
                 log.warning("repairing index: %d notes will be re-embedded", len(lost))
                 self.manifest.delete_files(sorted(lost))
+        self._settled = True
         return len(extra) + len(missing)
 
     # ---- full scan --------------------------------------------------------------------------
@@ -134,8 +173,10 @@ class Indexer:
         t0 = time.perf_counter()
         report = IndexReport()
         if rebuild:
+            self._writing_store()
             self.store.reset()
             self.manifest.clear()
+            self._settled = True
         report.repaired = self.reconcile()
         skips = _Skips(self.manifest, report)
         found = sources.scan(
@@ -251,8 +292,10 @@ class Indexer:
     def _delete(self, paths: Sequence[str], known: dict[str, FileRecord]) -> None:
         ids = [cid for p in paths if p in known for cid in known[p].chunk_ids]
         # Chroma first, then the manifest: a crash in between is repaired by reconcile().
+        self._writing_store()
         self.store.delete(ids)
         self.manifest.delete_files(list(paths))
+        self._settled = True
 
     def _process(
         self,
@@ -370,6 +413,7 @@ class Indexer:
                 vecs_out.append(cached[rec.embed_hash])
                 metas.append(chunk_metadata(rec, file_meta))
                 new_ids.add(rec.id)
+        self._writing_store()
         if ids:
             self.store.upsert(ids, np.stack(vecs_out), metas)
         stale = sorted({cid for p in group for cid in p.old_ids} - new_ids)
@@ -380,6 +424,7 @@ class Indexer:
                         tuple((k.kind, k.target, k.anchor, k.line) for k in p.note.links))
              for p in group]
         )
+        self._settled = True
         report.files_indexed += len(group)
         report.chunks_written += len(ids)
 
@@ -401,6 +446,8 @@ class Indexer:
         # so the next scan reads the note and touches it again.
         moved = dataclasses.replace(old, mtime=src.mtime, size=src.size)
         records = self.manifest.chunks_for(old.path)
+        self._writing_store()
         self.store.update_metadata([r.id for r in records],
                                    [chunk_metadata(r, moved) for r in records])
         self.manifest.touch(old.path, src.mtime, src.size)
+        self._settled = True

@@ -61,6 +61,7 @@ class Manifest:
         self._local = threading.local()
         self._generation = 0
         self._gen_lock = threading.Lock()
+        self._counts: tuple[int, tuple[int, int]] | None = None
         self._all: list[sqlite3.Connection] = []
         self.created = False
         try:
@@ -200,10 +201,21 @@ class Manifest:
         return _file_record(row, tags)
 
     def counts(self) -> tuple[int, int]:
-        conn = self._conn()
-        files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
-        chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-        return int(files), int(chunks)
+        """(notes, chunks), counted once per generation: every search asks (for its index
+        state and the exact/approximate choice), and two COUNT(*) scans grow with the index."""
+        cached = self._counts
+        if cached is not None and cached[0] == self.generation:
+            return cached[1]
+        # One statement, one snapshot: the generation stored beside the counts is the one
+        # they belong to, even while a writer's transaction (its generation already bumped in
+        # memory) is not committed yet.
+        gen, files, chunks = self._conn().execute(
+            "SELECT (SELECT value FROM meta WHERE key = 'generation'), "
+            "(SELECT COUNT(*) FROM files), (SELECT COUNT(*) FROM chunks)"
+        ).fetchone()
+        result = (int(files), int(chunks))
+        self._counts = (int(gen or 0), result)
+        return result
 
     def chunk_ids(self) -> set[str]:
         return {r[0] for r in self._conn().execute("SELECT id FROM chunks")}
