@@ -44,7 +44,7 @@ class VectorTable:
         """The ``k`` chunks closest to ``qvec`` among those of ``paths`` and in ``ids``; with
         neither, among all (only a read-only searcher asks that: it has no Chroma)."""
         if ids is None and paths is None:
-            rows = np.arange(len(self.ids), dtype=np.int64)
+            rows = None
         elif ids is None:
             assert paths is not None
             rows = self._rows_for(paths)
@@ -52,12 +52,23 @@ class VectorTable:
             rows = np.asarray(sorted(self.row_of[c] for c in ids if c in self.row_of
                                      and (paths is None or self.paths[self.row_of[c]] in paths)),
                               dtype=np.int64)
-        if rows.size == 0 or self.matrix.size == 0:
+        if self.matrix.size == 0 or (rows is not None and rows.size == 0):
             return []
-        sims = self.matrix[rows] @ np.asarray(qvec, dtype=np.float32)
-        n = min(k, rows.size)
+        q = np.asarray(qvec, dtype=np.float32)
+        # Never ``matrix[rows] @ q`` over most rows: the gather copies the matrix first (1.4x a
+        # plain product at 8k chunks, 5.9x at 100k). A product over every row, then the rows
+        # wanted, costs the same as the product alone; a narrow filter still gathers its few.
+        if rows is None:
+            sims = self.matrix @ q
+        elif rows.size * 4 >= len(self.ids):
+            sims = (self.matrix @ q)[rows]
+        else:
+            sims = self.matrix[rows] @ q
+        n = min(k, sims.size)
         top = np.argpartition(-sims, n - 1)[:n]
         top = top[np.argsort(-sims[top], kind="stable")]
+        if rows is None:
+            return [(self.ids[int(i)], float(sims[i])) for i in top]
         return [(self.ids[int(rows[i])], float(sims[i])) for i in top]
 
     def _rows_for(self, paths: set[str]) -> np.ndarray:
