@@ -14,7 +14,6 @@ sections share one vector, and a damaged Chroma collection is rebuilt without to
 from __future__ import annotations
 
 import json
-import random
 import sqlite3
 import threading
 import time
@@ -22,8 +21,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-exported)
     _REQUIRED_TABLES,
@@ -39,10 +36,11 @@ from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-export
     _put_meta,
     is_damage,
 )
+from mdsearch_ls.engine.index.vector_cache import VectorCache
 from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
 
 
-class Manifest:
+class Manifest(VectorCache):
     """Thread-aware access to the manifest database.
 
     Each thread gets its own connection (SQLite connections are not shareable), WAL mode lets
@@ -245,10 +243,6 @@ class Manifest:
                 return []
             raise
 
-    def vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
-        sql = "SELECT embed_hash, vector FROM vectors WHERE embed_hash IN ({marks})"
-        return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in self._rows_in(sql, hashes)}
-
     def body_file_counts(self, body_hashes: Iterable[str]) -> dict[str, int]:
         """In how many notes each body text occurs: the measure of template boilerplate."""
         sql = ("SELECT body_hash, COUNT(DISTINCT path) FROM chunks "
@@ -274,26 +268,6 @@ class Manifest:
             paths = {r[0] for r in rows}
             result = paths if result is None else result & paths
         return result or set()
-
-    def sample_vectors(self, n: int) -> list[np.ndarray]:
-        """Cached vectors of up to ``n`` indexed chunks spread over the table, the most recently
-        written among them (the one a crash most likely left out of Chroma's graph)."""
-        conn = self._conn()
-        top = conn.execute("SELECT max(rowid) FROM chunks").fetchone()[0]
-        if not top:
-            return []
-        rng = random.Random(int(top))
-        starts = sorted({int(top), *(rng.randint(1, int(top)) for _ in range(max(0, n - 1)))})
-        found: dict[int, np.ndarray] = {}
-        for start in starts:
-            row = conn.execute(
-                "SELECT c.rowid, v.vector FROM chunks c JOIN vectors v "
-                "ON v.embed_hash = c.embed_hash WHERE c.rowid >= ? ORDER BY c.rowid LIMIT 1",
-                (start,),
-            ).fetchone()
-            if row is not None:
-                found[row[0]] = np.frombuffer(row[1], dtype=np.float32)
-        return list(found.values())
 
     def all_paths(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT path FROM files ORDER BY path")]
@@ -338,28 +312,6 @@ class Manifest:
         except sqlite3.OperationalError as exc:
             raise ValueError(f"keyword query could not be parsed: {exc}") from exc
 
-    def vector_table(self) -> tuple[list[str], list[str], np.ndarray]:
-        """Every chunk that has a cached vector: ids, paths and the vectors as one matrix.
-
-        One read for exact filtered search (see ``Searcher``); row order is arbitrary but the
-        three agree.
-        """
-        ids: list[str] = []
-        paths: list[str] = []
-        blobs: list[bytes] = []
-        for cid, path, blob in self._conn().execute(
-            "SELECT c.id, c.path, v.vector FROM chunks c "
-            "JOIN vectors v ON v.embed_hash = c.embed_hash"
-        ):
-            ids.append(cid)
-            paths.append(path)
-            blobs.append(blob)
-        if not blobs:
-            return ids, paths, np.zeros((0, 0), dtype=np.float32)
-        dim = len(blobs[0]) // 4
-        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim)
-        return ids, paths, matrix
-
     def phrase_chunk_ids(self, match: str) -> set[str]:
         """Every chunk the FTS expression matches (unranked): the sections holding a phrase."""
         conn = self._conn()
@@ -371,16 +323,6 @@ class Manifest:
         return {r[0] for r in rows}
 
     # ---- writes (the indexer's thread only) -------------------------------------------------
-
-    def put_vectors(self, vectors: dict[str, np.ndarray]) -> None:
-        if not vectors:
-            return
-        conn = self._conn()
-        with conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO vectors (embed_hash, vector) VALUES (?, ?)",
-                [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
-            )
 
     def apply(self, updates: Sequence[FileUpdate], deletes: Sequence[str] = ()) -> None:
         """Replace the given notes and drop ``deletes`` in one transaction."""
@@ -475,15 +417,6 @@ class Manifest:
                 "INSERT OR REPLACE INTO skipped (path, mtime, size, reason) VALUES (?, ?, ?, ?)",
                 entries,
             )
-
-    def gc_vectors(self) -> int:
-        """Drop cached vectors no chunk uses any more; returns how many went."""
-        conn = self._conn()
-        with conn:
-            cur = conn.execute(
-                "DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)"
-            )
-        return cur.rowcount
 
     @staticmethod
     def _delete_file(conn: sqlite3.Connection, path: str) -> None:

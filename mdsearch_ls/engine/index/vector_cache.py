@@ -1,0 +1,102 @@
+"""The manifest's vector cache: vectors keyed by the hash of the embedded text.
+
+It is why rebuilding is cheap (an unchanged chunk keeps its vector, template sections share
+one, a damaged Chroma is refilled without the model) and where exact search reads its matrix.
+A mixin of :class:`~mdsearch_ls.engine.index.manifest.Manifest`, apart so that each file reads
+as one concern.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+
+class VectorCache:
+    """The vector-cache methods of a manifest; the connection and counts come from it."""
+
+    def _conn(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    def _rows_in(self, sql: str, keys: Iterable[str]) -> Iterator[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def counts(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        sql = "SELECT embed_hash, vector FROM vectors WHERE embed_hash IN ({marks})"
+        return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in self._rows_in(sql, hashes)}
+
+    def sample_vectors(self, n: int) -> list[np.ndarray]:
+        """Cached vectors of up to ``n`` indexed chunks spread over the table, the most recently
+        written among them (the one a crash most likely left out of Chroma's graph)."""
+        conn = self._conn()
+        top = conn.execute("SELECT max(rowid) FROM chunks").fetchone()[0]
+        if not top:
+            return []
+        rng = random.Random(int(top))
+        starts = sorted({int(top), *(rng.randint(1, int(top)) for _ in range(max(0, n - 1)))})
+        found: dict[int, np.ndarray] = {}
+        for start in starts:
+            row = conn.execute(
+                "SELECT c.rowid, v.vector FROM chunks c JOIN vectors v "
+                "ON v.embed_hash = c.embed_hash WHERE c.rowid >= ? ORDER BY c.rowid LIMIT 1",
+                (start,),
+            ).fetchone()
+            if row is not None:
+                found[row[0]] = np.frombuffer(row[1], dtype=np.float32)
+        return list(found.values())
+
+    def vector_table(self) -> tuple[list[str], list[str], np.ndarray]:
+        """Every chunk that has a cached vector: ids, paths and the vectors as one matrix.
+
+        One read for exact filtered search (see ``Searcher``); row order is arbitrary but the
+        three agree.
+        """
+        ids: list[str] = []
+        paths: list[str] = []
+        # Each row goes straight into one preallocated matrix (sized by the chunk count, which
+        # bounds the rows of the join): never the list of blobs and their joined copy at once.
+        capacity = self.counts()[1]
+        matrix: np.ndarray | None = None
+        for cid, path, blob in self._conn().execute(
+            "SELECT c.id, c.path, v.vector FROM chunks c "
+            "JOIN vectors v ON v.embed_hash = c.embed_hash"
+        ):
+            row = np.frombuffer(blob, dtype=np.float32)
+            if matrix is None:
+                matrix = np.empty((max(capacity, 1), row.size), dtype=np.float32)
+            elif len(ids) == len(matrix):  # a writer added chunks since the count
+                matrix = np.concatenate([matrix, np.empty_like(matrix)])
+            matrix[len(ids)] = row
+            ids.append(cid)
+            paths.append(path)
+        if matrix is None:
+            return ids, paths, np.zeros((0, 0), dtype=np.float32)
+        if len(ids) < len(matrix):
+            matrix = matrix[: len(ids)].copy()
+        return ids, paths, matrix
+
+    def put_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        if not vectors:
+            return
+        conn = self._conn()
+        with conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors (embed_hash, vector) VALUES (?, ?)",
+                [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
+            )
+
+    def gc_vectors(self) -> int:
+        """Drop cached vectors no chunk uses any more; returns how many went."""
+        conn = self._conn()
+        with conn:
+            cur = conn.execute(
+                "DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)"
+            )
+        return cur.rowcount
