@@ -15,11 +15,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mdsearch_ls.config import INDEX_FIELDS, Settings, differs
 from mdsearch_ls.engine.embedding import Embedder
@@ -50,7 +51,9 @@ from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.related import Related, related_sections
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search.searcher import Hit, Searcher
-from mdsearch_ls.engine.writing.aids import WritingAids
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +89,6 @@ class Workspace(WriterOpen):
     consistent (one writer, the manifest as the truth, repair on open) live in one place.
     """
 
-    writing: WritingAids
-    """Help while writing (link completion, related-not-linked, mentions, duplicates)."""
     # None when opened read-only: another process is (or may become) the writer.
     store: ChromaStore | None
     indexer: Indexer | None
@@ -135,6 +136,8 @@ class Workspace(WriterOpen):
         read_only: bool = False,
     ) -> None:
         """Use :meth:`open`; this is its implementation."""
+        self._writing: WritingAids | None = None
+        self._writing_lock = threading.Lock()
         root = Path(root).expanduser()
         if not root.exists():
             raise FileNotFoundError(f"notes folder not found: {root}")
@@ -178,7 +181,6 @@ class Workspace(WriterOpen):
             self.searcher = Searcher(
                 self.manifest, self.store, embedder, per_file=settings.per_file
             )
-            self.writing = WritingAids(self)
         except BaseException:
             self._close_stores()
             self._lock.release()
@@ -214,7 +216,22 @@ class Workspace(WriterOpen):
         self.searcher = Searcher(
             self.manifest, None, self.embedder, per_file=self.settings.per_file
         )
-        self.writing = WritingAids(self)
+
+    @property
+    def writing(self) -> WritingAids:
+        """Help while writing (link completion, related-not-linked, mentions, duplicates).
+
+        Made on first use: a search from the command line never needs it, and its imports
+        (the markdown parser, the link syntax) are a sixth of that process's start-up."""
+        aids = self._writing
+        if aids is None:
+            with self._writing_lock:
+                if self._writing is None:
+                    from mdsearch_ls.engine.writing.aids import WritingAids
+
+                    self._writing = WritingAids(self)
+                aids = self._writing
+        return aids
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[None]:

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mdsearch_ls.engine.locations import ChunkRecord
-from mdsearch_ls.engine.notes import chunking
 from mdsearch_ls.engine.notes import files as sources
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.index.indexer import Indexer
     from mdsearch_ls.engine.index.manifest import Manifest
+    from mdsearch_ls.engine.notes import chunking
 
 log = logging.getLogger(__name__)
 

@@ -29,6 +29,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,8 +45,10 @@ from mdsearch_ls.engine.index.embed_queue import (
 from mdsearch_ls.engine.index.manifest import Manifest
 from mdsearch_ls.engine.index.vector_store import ChromaStore, chunk_metadata
 from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
-from mdsearch_ls.engine.notes import chunking
 from mdsearch_ls.engine.notes import files as sources
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.notes import chunking
 
 log = logging.getLogger(__name__)
 
@@ -306,6 +309,10 @@ class Indexer:
         cancel: CancelFn | None,
         skips: _Skips,
     ) -> None:
+        # Here, not at the top: a search of an up-to-date index opens the writer but never
+        # parses a note, and the parser is a sixth of a search process's start-up.
+        from mdsearch_ls.engine.notes import chunking
+
         batches = _Batches(self, report, tick, cancel)
         cap = self.settings.max_chunks_per_file
         for src in todo:

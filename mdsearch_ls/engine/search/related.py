@@ -20,7 +20,6 @@ from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.index.indexer import sha1
-from mdsearch_ls.engine.notes import chunking
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.hits import Hit
 from mdsearch_ls.engine.search.requests import RelatedRequest
@@ -28,6 +27,7 @@ from mdsearch_ls.engine.search.vectors import mean_vector
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.index.manifest import Manifest
+    from mdsearch_ls.engine.notes import chunking
     from mdsearch_ls.engine.search.searcher import Searcher
 
 
@@ -55,6 +55,8 @@ def related_sections(
     ``reading`` guards each read of the index (see ``Workspace._reading``), so a read-only
     index that another process rebuilds is reopened rather than read half-written.
     """
+    from mdsearch_ls.engine.notes import chunking  # the parser: not needed by a search
+
     text = request.text
     if text is None:
         path = root / rel
