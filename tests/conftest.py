@@ -33,6 +33,9 @@ class FakeEmbedder:
 
     loaded = True
 
+    def load(self) -> None:
+        """Nothing to load: the embedder protocol's ``load()``."""
+
     def __init__(self, dimension: int = 64, name: str = "fake-bow") -> None:
         self._dimension = dimension
         self._name = name

@@ -150,7 +150,7 @@ class _ReportingEmbedder:
 
     @property
     def loaded(self) -> bool:
-        return bool(getattr(self._inner, "loaded", True))
+        return bool(self._inner.loaded)
 
     def _ensure(self) -> None:
         if self.loaded:

@@ -5,7 +5,8 @@ engine can move its insides without touching them, and a new front end (an HTTP 
 Obsidian bridge) is a small file over these names:
 
 * open an index: :meth:`Workspace.open` (``write`` | ``read`` | ``read-if-locked``), or keep one
-  fresh from a long-running process with :class:`IndexedFolder`;
+  fresh from a long-running process with :class:`Folders` (the service: several folders, the
+  shared model, one rule for changes on disk, merged reads) and its :class:`IndexedFolder`;
 * ask it things: :class:`SearchRequest` / :class:`RelatedRequest`, validated when built, answered
   with :class:`SearchResult` (hits, notes, :class:`IndexState`) / :class:`Related`;
 * find the notes a command means: :func:`find_index_root` (walk up to the nearest indexed
@@ -53,7 +54,7 @@ _WHERE: dict[str, str] = {
     "MdsearchError": "mdsearch_ls.engine.errors",
     "ModelLoadError": "mdsearch_ls.engine.embedding",
     "NotIndexedError": "mdsearch_ls.engine.errors",
-    "OpenMode": "mdsearch_ls.engine.workspace",
+    "OpenMode": "mdsearch_ls.engine.index.layout",
     "QueryError": "mdsearch_ls.engine.search.query",
     "Related": "mdsearch_ls.engine.workspace",
     "RelatedRequest": "mdsearch_ls.engine.search.requests",
@@ -64,7 +65,7 @@ _WHERE: dict[str, str] = {
     "STATE_READY": "mdsearch_ls.engine.service.folder",
     "STATE_STARTING": "mdsearch_ls.engine.service.folder",
     "SearchRequest": "mdsearch_ls.engine.search.requests",
-    "SearchResult": "mdsearch_ls.engine.workspace",
+    "SearchResult": "mdsearch_ls.engine.search.hits",
     "Snippet": "mdsearch_ls.engine.search.preview",
     "Workspace": "mdsearch_ls.engine.workspace",
     "count_notes": "mdsearch_ls.engine.index.layout",
@@ -72,7 +73,12 @@ _WHERE: dict[str, str] = {
     "default_index_dir": "mdsearch_ls.engine.index.layout",
     "find_index_root": "mdsearch_ls.engine.index.layout",
     "has_index": "mdsearch_ls.engine.index.layout",
-    "load_in_background": "mdsearch_ls.engine.service.folder",
+    "Folders": "mdsearch_ls.engine.service.folders",
+    "notes_under": "mdsearch_ls.engine.service.folders",
+    "FolderState": "mdsearch_ls.engine.states",
+    "IndexPhase": "mdsearch_ls.engine.states",
+    "ModelState": "mdsearch_ls.engine.states",
+    "Progress": "mdsearch_ls.engine.states",
     "match_spans": "mdsearch_ls.engine.search.preview",
     "merge_rankings": "mdsearch_ls.engine.search.merging",
     "outline": "mdsearch_ls.engine.notes.chunking",
@@ -96,6 +102,7 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.index.indexer import IndexReport
     from mdsearch_ls.engine.index.layout import (
         IndexState,
+        OpenMode,
         count_notes,
         default_index_dir,
         find_index_root,
@@ -103,6 +110,7 @@ if TYPE_CHECKING:
     )
     from mdsearch_ls.engine.notes.chunking import Heading, outline
     from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
+    from mdsearch_ls.engine.search.hits import SearchResult
     from mdsearch_ls.engine.search.merging import merge_rankings
     from mdsearch_ls.engine.search.preview import (
         Snippet,
@@ -122,14 +130,10 @@ if TYPE_CHECKING:
         STATE_READY,
         STATE_STARTING,
         IndexedFolder,
-        load_in_background,
     )
-    from mdsearch_ls.engine.workspace import (
-        OpenMode,
-        Related,
-        SearchResult,
-        Workspace,
-    )
+    from mdsearch_ls.engine.service.folders import Folders, notes_under
+    from mdsearch_ls.engine.states import FolderState, IndexPhase, ModelState, Progress
+    from mdsearch_ls.engine.workspace import Related, Workspace
     from mdsearch_ls.engine.writing.aids import (
         LINK_STYLES,
         LinkCandidate,
@@ -170,10 +174,13 @@ __all__ = [
     "Duplicate",
     "DuplicateOf",
     "Embedder",
+    "FolderState",
+    "Folders",
     "Heading",
     "Hit",
     "IndexLockedError",
     "IndexOpenError",
+    "IndexPhase",
     "IndexReadOnlyError",
     "IndexReport",
     "IndexState",
@@ -186,8 +193,10 @@ __all__ = [
     "MdsearchError",
     "Mention",
     "ModelLoadError",
+    "ModelState",
     "NotIndexedError",
     "OpenMode",
+    "Progress",
     "QueryError",
     "Related",
     "RelatedRequest",
@@ -203,9 +212,9 @@ __all__ = [
     "find_index_root",
     "has_index",
     "is_markdown",
-    "load_in_background",
     "match_spans",
     "merge_rankings",
+    "notes_under",
     "outline",
     "plain_text",
     "query_terms",

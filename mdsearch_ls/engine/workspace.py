@@ -18,9 +18,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.config import INDEX_FIELDS, Settings, differs
 from mdsearch_ls.engine.embedding import Embedder
@@ -33,8 +32,10 @@ from mdsearch_ls.engine.errors import (
 from mdsearch_ls.engine.index.healing import WriterOpen
 from mdsearch_ls.engine.index.indexer import CancelFn, Indexer, IndexReport, ProgressFn
 from mdsearch_ls.engine.index.layout import (
+    OPEN_MODES,
     IndexLock,
     IndexState,
+    OpenMode,
     default_index_dir,
     recorded_model,
     space_name,
@@ -48,6 +49,7 @@ from mdsearch_ls.engine.index.manifest import (
 from mdsearch_ls.engine.index.vector_store import ChromaStore
 from mdsearch_ls.engine.locations import ChunkRecord
 from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.search.hits import SearchResult
 from mdsearch_ls.engine.search.related import Related, related_sections
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search.searcher import Hit, Searcher
@@ -58,22 +60,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-OpenMode = Literal["write", "read", "read-if-locked"]
-"""How a front end opens an index: ``write`` (take the writer lock, create, repair: a server, the
-``index`` command), ``read`` (never create, prune, repair or lock: ``status``, ``--no-update``
-searches) or ``read-if-locked`` (write, or read what another process writes when it holds the
-lock: a search that would like to update first)."""
-OPEN_MODES: tuple[str, ...] = ("write", "read", "read-if-locked")
-
-
-@dataclass
-class SearchResult:
-    """Hits of one request, what a person should know about how it was read, and how complete
-    the index that answered it was."""
-
-    hits: list[Hit]
-    notes: tuple[str, ...] = ()
-    index: IndexState = field(default_factory=lambda: IndexState("ready"))
 
 
 # How often a running index records its progress in the manifest (for readers in other

@@ -1,8 +1,10 @@
 """The folder manager: the one service every language-server feature depends on.
 
-It owns the workspace folders (each an :class:`IndexedFolder`, with its writer thread), their
-settings (per folder: ``workspace/configuration`` is asked per folder scope), the shared model
-and its loading, and the status the client shows. Features ask it to find the folder of a URI,
+The engine's :class:`Folders` keeps the workspace folders indexed (each an :class:`IndexedFolder`
+with its writer thread), owns the shared model and its loading, and turns file events into index
+jobs by one rule. This adds what only the language server has: settings per folder scope
+(``workspace/configuration`` is asked per folder), URIs, work-done progress, and the status the
+client shows. Features ask it to find the folder of a URI,
 to search, to queue a change; they never import each other, and none of them touches the engine
 past its seam. It knows nothing of pygls: the server gives it callbacks for what must reach the
 client (status, messages, progress), so features can be tested in-process with a fake model.
@@ -12,28 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from mdsearch_ls.config import Settings, differs, settings_from_client
+from mdsearch_ls.config import Settings, settings_from_client
 from mdsearch_ls.engine.api import (
-    STATE_ERROR,
-    STATE_INDEXING,
-    STATE_LOADING,
-    STATE_READY,
     STATE_STARTING,
     Embedder,
+    Folders,
     Hit,
     IndexedFolder,
     IndexReport,
+    ModelState,
     SearchRequest,
     WritingAids,
-    create_embedder,
-    load_in_background,
-    merge_rankings,
 )
 from mdsearch_ls.lsp.convert import path_to_uri, uri_to_path
 
@@ -45,7 +41,8 @@ ProgressFactory = Callable[[str], Any]
 
 
 class FolderManager:
-    """Workspace folders, their settings and indexes, the shared model, the status."""
+    """The language server's view of the engine's :class:`Folders`: per-folder configuration
+    scopes, URIs, work-done progress and the hooks features register."""
 
     def __init__(
         self,
@@ -60,18 +57,29 @@ class FolderManager:
         self.settings = Settings()
         """The window-wide settings (model, server options, and defaults for new folders)."""
         self.folder_options: dict[Path, Any] = {}
-        self._fixed_embedder = embedder is not None
-        self.embedder: Embedder = embedder or create_embedder(self.settings)
-        self._model_settings = self.settings
-        self.model_state = "loaded" if getattr(self.embedder, "loaded", True) else "not-loaded"
-        self.folders: dict[Path, IndexedFolder] = {}
         self._on_status = on_status or (lambda: None)
         self._on_message = on_message or (lambda text, level: None)
+        self.service = Folders(self.settings, embedder=embedder, on_change=self._on_status,
+                               on_message=self._on_message, on_rescan=self._rescan)
         self.pool: Executor = pool or ThreadPoolExecutor(4, thread_name_prefix="mdsearch-read")
         self._background: set[asyncio.Future[Any]] = set()
+        self.progress: ProgressFactory | None = None
+        """How indexing shows progress in the client (set by the server once it can)."""
         self.ready_hooks: list[Callable[[IndexedFolder], None]] = []
         """Called on the loop when a folder's index has been brought up to date (features that
         need the whole index, like diagnostics, refresh the open documents then)."""
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.service.embedder
+
+    @property
+    def model_state(self) -> str:
+        return self.service.model_state
+
+    @property
+    def folders(self) -> dict[Path, IndexedFolder]:
+        return self.service.by_root
 
     # ---- settings ---------------------------------------------------------------------------
 
@@ -85,7 +93,7 @@ class FolderManager:
         self.init_settings, warnings = settings_from_client(_section(options), Settings())
         self.warn(warnings)
         self.settings = self.init_settings
-        self._embedder_for(self.settings)
+        self.service.use_model(self.settings)
 
     def settings_for(self, root: Path) -> Settings:
         """A folder's settings: its own configuration over the window's."""
@@ -105,83 +113,44 @@ class FolderManager:
             _, folder_warnings = settings_from_client(_section(options), new_window)
             self.warn([w for w in folder_warnings if w not in warnings])
             self.folder_options[root] = _section(options)
-        model_changed = self._embedder_for(new_window)
+        model_changed = self.service.use_model(new_window)
         reopen: list[IndexedFolder] = []
-        for root, folder in list(self.folders.items()):
+        for root, folder in self.folders.items():
             wanted = self.settings_for(root)
             if folder.ws is None and folder.state == STATE_STARTING:
                 if model_changed:  # never started: just make it anew with the new model
-                    folder.close()
-                    del self.folders[root]
-                    self.add(root, folder.name)
+                    self.service.reopen(folder, wanted)
                 else:
                     folder.apply_settings(wanted)
             elif model_changed or not folder.apply_settings(wanted):
                 reopen.append(folder)
         return reopen
 
-    def _embedder_for(self, settings: Settings) -> bool:
-        """A new model when the model settings changed; True when it did."""
-        current, self._model_settings = self._model_settings, settings
-        if self._fixed_embedder:
-            return False
-        if not differs(current, settings, ("model", "embedder_backend")):
-            return False
-        self.embedder = create_embedder(settings)
-        self.model_state = "not-loaded"
-        return True
-
     # ---- the model --------------------------------------------------------------------------
 
     def load_model(self, progress: ProgressFactory | None = None) -> None:
         """Load the shared model once, on its own thread, while the folders scan; with
         ``progress``, a "Loading model" work-done progress runs until it is loaded."""
-        if getattr(self.embedder, "loaded", True) or self.model_state == "loading":
-            if getattr(self.embedder, "loaded", True):
-                self.model_state = "loaded"
+        if self.embedder.loaded or self.model_state == ModelState.LOADING:
+            self.service.load_model()  # records "loaded" when it is
             return
-        self.model_state = "loading"
-        self._on_status()
-        embedder = self.embedder
         bar = progress("Loading model") if progress is not None else None
         if bar is not None:
-            task = asyncio.ensure_future(bar.begin(embedder.name))
+            task = asyncio.ensure_future(bar.begin(self.embedder.name))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
         def done(error: Exception | None) -> None:
             if bar is not None:
                 bar.end("loaded" if error is None else f"failed: {error}")
-            if embedder is not self.embedder:
-                return  # replaced meanwhile by a settings change
-            if error is None:
-                self.model_state = "loaded"
-                log.info("embedding model %s loaded", embedder.name)
-            else:
-                self.model_state = "error"
-                for folder in self.folders.values():
-                    folder.last_error = str(error)
-                log.error("%s", error)
-                self._on_message(f"mdsearch: {error}", "error")
-            self._on_status()
 
-        load_in_background(embedder, done)
+        self.service.load_model(done)
 
     # ---- folders ----------------------------------------------------------------------------
 
     def add(self, root: Path, name: str | None = None) -> IndexedFolder | None:
         root = root.resolve()
-        if root in self.folders:
-            return self.folders[root]
-        if not root.is_dir():
-            log.warning("workspace folder %s is not a directory; not indexed", root)
-            return None
-        folder = IndexedFolder(
-            root, self.settings_for(root), self.embedder, name=name or root.name,
-            on_change=self._on_status, on_message=self._on_message,
-        )
-        self.folders[root] = folder
-        return folder
+        return self.service.add(root, self.settings_for(root), name=name or root.name)
 
     async def start(
         self,
@@ -194,7 +163,8 @@ class FolderManager:
         bar = progress("Indexing notes") if progress is not None else None
         if bar is not None:
             await bar.begin(f"{folder.name}: scanning")
-        fut = folder.start_index(
+        fut = self.service.index(
+            folder,
             rebuild=rebuild,
             progress=bar.report if bar is not None else None,
             cancel=bar.cancelled if bar is not None else None,
@@ -208,7 +178,7 @@ class FolderManager:
         if bar is not None:
             bar.end(f"{folder.name}: " + (
                 report.summary() if report is not None
-                else "read-only, another mdsearch process indexes it"))
+                else "another mdsearch process indexes it"))
         self._on_status()
         for hook in self.ready_hooks:
             try:
@@ -224,9 +194,12 @@ class FolderManager:
         task.add_done_callback(self._background.discard)
         return task
 
+    def _rescan(self, folder: IndexedFolder) -> None:
+        """The service asks for a full (incremental) scan: with the client's progress."""
+        self.start_soon(folder, progress=self.progress)
+
     async def close(self, folder: IndexedFolder) -> None:
-        self.folders.pop(folder.root, None)
-        await asyncio.get_running_loop().run_in_executor(None, folder.close)
+        await asyncio.get_running_loop().run_in_executor(None, self.service.remove, folder)
 
     async def reopen(self, folder: IndexedFolder, **kwargs: Any) -> IndexedFolder | None:
         """Close a folder and open it again with its current settings (an index setting
@@ -239,8 +212,7 @@ class FolderManager:
 
     def close_all_now(self) -> None:
         """The process is exiting: release every index without waiting."""
-        for folder in list(self.folders.values()):
-            folder.abandon()
+        self.service.abandon()
 
     def folder_for(self, uri_or_path: str | Path) -> IndexedFolder | None:
         """The folder holding a document; the innermost when folders nest."""
@@ -248,18 +220,7 @@ class FolderManager:
             path = uri_to_path(uri_or_path)
         else:
             path = Path(uri_or_path)
-        if path is None:
-            return None
-        try:
-            path = path.resolve()
-        except OSError:
-            return None
-        best: IndexedFolder | None = None
-        for root, folder in self.folders.items():
-            inside = path == root or root in path.parents
-            if inside and (best is None or len(root.parts) > len(best.root.parts)):
-                best = folder
-        return best
+        return None if path is None else self.service.folder_of(path)
 
     def rel_for(self, uri: str) -> tuple[IndexedFolder, str] | None:
         """The folder of a document and the document's path relative to it."""
@@ -296,10 +257,15 @@ class FolderManager:
         self._on_status()
         return True
 
+    def changed(self, uri: str) -> bool:
+        """A file or folder at ``uri`` changed on disk: the engine's one rule decides what the
+        index does (the disk now, not the event's kind)."""
+        path = uri_to_path(uri)
+        return path is not None and self.service.changed(path, path.exists())
+
     async def settled(self, folder: IndexedFolder) -> None:
-        """Wait until the changes queued to a folder so far are written (its writer runs jobs in
-        order, so a no-op job finishes after them)."""
-        await asyncio.wrap_future(folder.submit(lambda: None))
+        """Wait until the changes queued to a folder so far are written."""
+        await asyncio.wrap_future(folder.settled())
 
     # ---- reads ------------------------------------------------------------------------------
 
@@ -312,30 +278,18 @@ class FolderManager:
     def search(
         self, request: SearchRequest, folders: Sequence[IndexedFolder] | None = None
     ) -> list[tuple[IndexedFolder, Hit]]:
-        """Search every (or the given) folder; several folders merge as the engine merges them
-        (each folder's own order kept), so the MCP server's order is the same."""
-        chosen = list(folders) if folders is not None else list(self.folders.values())
-        lists = [[(folder, h) for h in folder.search(request).hits] for folder in chosen]
-        return merge_rankings(lists, request.k, lambda fh: fh[1].score)
+        """Search every (or the given) folder, merged as the engine merges them, so the MCP
+        server's order is the same."""
+        return self.service.search(request, folders)
 
     # ---- status -----------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
         """What status bars show: one state for the server, and each folder's details."""
-        folders = [{**f.status(), "uri": path_to_uri(f.root)} for f in self.folders.values()]
-        states = {f["state"] for f in folders}
-        if STATE_ERROR in states and len(states) == 1:
-            state = STATE_ERROR
-        elif self.model_state == "loading":
-            state = STATE_LOADING
-        elif states & {STATE_INDEXING, STATE_STARTING, STATE_LOADING}:
-            state = STATE_INDEXING
-        elif STATE_ERROR in states:
-            state = STATE_ERROR
-        else:
-            state = STATE_READY
-        return {"state": state, "model": self.embedder.name, "pid": os.getpid(),
-                "folders": folders}
+        status = self.service.status()
+        for f in status["folders"]:
+            f["uri"] = path_to_uri(Path(f["root"]))
+        return status
 
 
 def _section(options: Any) -> Any:

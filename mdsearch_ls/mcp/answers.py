@@ -126,7 +126,7 @@ def _hit_texts(lib: Library, found: Sequence[FoundHit]) -> list[tuple[str, int]]
         key = (id(f.folder), f.hit.path)
         if key not in cache:
             try:
-                _, text = f.folder.indexed.read_note(f.hit.path)
+                _, text = f.folder.read_note(f.hit.path)
                 cache[key] = lines_of(text)
             except Exception:
                 cache[key] = None

@@ -67,7 +67,7 @@ async def _ready(manager: FolderManager, root: Path):
 
 def _drain(folder) -> None:
     """Wait for every job queued so far: the writer runs them in order on one thread."""
-    folder.submit(lambda: None).result(timeout=30)
+    folder.settled().result(timeout=30)
 
 
 async def test_workspace_symbol_searches_and_answers_ranges(manager, tmp_path) -> None:

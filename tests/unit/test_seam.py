@@ -169,8 +169,8 @@ def test_related_refuses_a_path_outside_the_root(tmp_path, fake_embedder) -> Non
 
 # The engine's layers, lowest first: a module may import its own layer and the ones below it,
 # never one above (annotations under TYPE_CHECKING excepted), so the packages stay a stack.
-LAYERS = ["errors", "locations", "notes", "embedding", "index", "search", "writing", "workspace",
-          "service", "api"]
+LAYERS = ["errors", "states", "locations", "notes", "embedding", "index", "search", "writing",
+          "workspace", "service", "api"]
 ENGINE = PACKAGE / "engine"
 
 
@@ -228,3 +228,10 @@ def test_no_feature_imports_the_server_module_at_run_time(path: Path) -> None:
                if m.startswith(("mdsearch_ls.lsp.server", "mdsearch_ls.lsp.app"))}
     assert not reached, f"{path.name} imports {sorted(reached)} at run time"
 
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=_module)
+def test_no_module_runs_past_500_lines(path: Path) -> None:
+    """A module past 500 lines has stopped holding one concern; split it by what it holds."""
+    lines = path.read_text("utf-8").count("\n")
+    assert lines <= 500, f"{_module(path)} has {lines} lines"

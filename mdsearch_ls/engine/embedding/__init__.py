@@ -70,6 +70,17 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> np.ndarray: ...
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are in memory: a long-running front end loads them on a thread
+        of its own and answers by keywords, or says "loading", until then."""
+        ...
+
+    def load(self) -> None:
+        """Load the weights now (seconds; idempotent). Embedding loads them too, on first use,
+        so only a process that wants to load ahead of the first search calls this."""
+        ...
+
 
 def bundled_model_path() -> Path:
     """Path of the all-MiniLM-L6-v2 files shipped as a Python package."""

@@ -14,13 +14,20 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import space_model_name
 from mdsearch_ls.engine.errors import IndexLockedError
 from mdsearch_ls.engine.index.manifest import SCHEMA_VERSION
 from mdsearch_ls.engine.notes import files as sources
+
+OpenMode = Literal["write", "read", "read-if-locked"]
+"""How a front end opens an index: ``write`` (take the writer lock, create, repair: a server, the
+``index`` command), ``read`` (never create, prune, repair or lock: ``status``, ``--no-update``
+searches) or ``read-if-locked`` (write, or read what another process writes when it holds the
+lock: a search that would like to update first)."""
+OPEN_MODES: tuple[str, ...] = ("write", "read", "read-if-locked")
 
 try:  # POSIX advisory locks; Windows falls back to msvcrt below.
     import fcntl

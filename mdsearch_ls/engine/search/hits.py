@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mdsearch_ls.engine.index.layout import IndexState
 from mdsearch_ls.engine.locations import Location
 
 
@@ -44,7 +45,9 @@ class Hit(Location):
 @dataclass(frozen=True)
 class SearchResult:
     """The hits of one search and the notes on how the query was read and run (a misspelt
-    filter searched as text, a quoted phrase no section contains), for a front end to show."""
+    filter searched as text, a quoted phrase no section contains), for a front end to show, and
+    how complete the index that answered was (a front end says "still indexing")."""
 
     hits: list[Hit]
     notes: tuple[str, ...] = ()
+    index: IndexState = field(default_factory=lambda: IndexState("ready"))

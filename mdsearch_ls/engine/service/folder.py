@@ -18,9 +18,10 @@ and ``on_message`` (something a person should read, once).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -28,23 +29,30 @@ from typing import Any
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
-from mdsearch_ls.engine.errors import IndexLockedError, NotIndexedError, RequestError
+from mdsearch_ls.engine.errors import IndexLockedError, NotIndexedError
 from mdsearch_ls.engine.index.indexer import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
+from mdsearch_ls.engine.service.reading import read_checked
+from mdsearch_ls.engine.states import FolderState, IndexPhase, Progress
 from mdsearch_ls.engine.workspace import IndexState, Related, SearchResult, Workspace
 from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
 
-STATE_STARTING = "starting"
-STATE_LOADING = "loading-model"
-STATE_INDEXING = "indexing"
-STATE_READY = "ready"
-STATE_ERROR = "error"
+# The folder states, under the names the front ends have always imported.
+STATE_STARTING = FolderState.STARTING
+STATE_LOADING = FolderState.LOADING_MODEL
+STATE_INDEXING = FolderState.INDEXING
+STATE_READY = FolderState.READY
+STATE_ERROR = FolderState.ERROR
 
 # How often a read-only folder tries to become the writer (the other process may have exited).
 TAKE_OVER_EVERY_S = 10.0
+# How often a folder whose index another process is building from nothing looks again (it can
+# search that index as soon as something is written, and it is usually a few seconds away).
+RETRY_LOCKED_S = 5.0
+
 
 MessageFn = Callable[[str, str], None]
 """(text, level) with level one of "info", "warning", "error"."""
@@ -81,7 +89,11 @@ class IndexedFolder:
         self._drain_scheduled = False
         self._retired: list[Workspace] = []
         self._timer: threading.Timer | None = None
-        self._progress = (0, 0)
+        self.progress = Progress()
+        self.other_builds = False
+        """Another process is building this index from nothing: this one searches it as soon as
+        it exists, and looks again every :data:`RETRY_LOCKED_S`."""
+        self._retry: threading.Timer | None = None
         self._opened = threading.Event()
         self._filter: sources.SourceFilter | None = None
 
@@ -197,16 +209,28 @@ class IndexedFolder:
         The future's result is None when another process is the writer (this folder then
         searches read-only and retries on its own).
         """
-        self.state = STATE_INDEXING if getattr(self.embedder, "loaded", True) else STATE_LOADING
+        self.state = STATE_INDEXING if self.embedder.loaded else STATE_LOADING
         self._on_change()
+        self.progress = Progress(started=time.monotonic())
 
         def tracked(done: int, total: int, chunks: int) -> None:
-            self._progress = (done, total)
+            self.progress.record(done, total)
             if progress is not None:
                 progress(done, total, chunks)
 
         def job() -> IndexReport | None:
-            self._open()
+            try:
+                self._open()
+            except IndexLockedError:
+                # Another process is building it from nothing: look again soon, and search it
+                # as soon as it holds something. Not an error: nothing is wrong.
+                self.other_builds = True
+                self.state = STATE_INDEXING
+                self.last_error = None
+                self._on_change()
+                self._arm_retry(rebuild, progress, cancel)
+                return None
+            self.other_builds = False
             assert self.ws is not None
             if self.ws.read_only and not self._take_over():
                 self.state = STATE_READY
@@ -239,6 +263,31 @@ class IndexedFolder:
 
         fut.add_done_callback(failed)
         return fut
+
+    def _arm_retry(
+        self, rebuild: bool, progress: ProgressFn | None, cancel: CancelFn | None
+    ) -> None:
+        if self.closed:
+            return
+        if self._retry is not None:
+            self._retry.cancel()
+
+        def fire() -> None:
+            self._retry = None
+            if not self.closed:
+                self.start_index(rebuild=rebuild, progress=progress, cancel=cancel)
+
+        self._retry = threading.Timer(RETRY_LOCKED_S, fire)
+        self._retry.daemon = True
+        self._retry.start()
+
+    def settled(self) -> Future[None]:
+        """A future done once every change queued so far is written (or given up on).
+
+        The writer runs its jobs in order and a queued change is drained by a job scheduled when
+        it was queued, so a job submitted now finishes after all of them.
+        """
+        return self.submit(_nothing)
 
     def queue(self, rel: str, op: str) -> None:
         """Queue a per-file change ("update" or "delete"); the latest one for a file wins."""
@@ -305,22 +354,20 @@ class IndexedFolder:
     # ---- reads (any thread) -----------------------------------------------------------------
 
     def index_state(self) -> IndexState:
+        done, total = self.progress.done, self.progress.total
         if self.ws is None:
-            done, total = self._progress
-            return IndexState("building" if self.state != STATE_ERROR else "empty", done, total)
+            phase = IndexPhase.BUILDING if self.state != STATE_ERROR else IndexPhase.EMPTY
+            return IndexState(phase, done, total)
         state = self.ws.index_state()
-        if self.state == STATE_INDEXING and state.state != "building":
-            done, total = self._progress
-            return IndexState("building", done, total)
+        if self.state == STATE_INDEXING and state.state != IndexPhase.BUILDING:
+            return IndexState(IndexPhase.BUILDING, done, total)
         return state
 
     def search(self, request: SearchRequest) -> SearchResult:
         ws = self.ws
         if ws is None:
             return SearchResult([], request.notes, self.index_state())
-        result = ws.search(request)
-        result.index = self.index_state()
-        return result
+        return dataclasses.replace(ws.search(request), index=self.index_state())
 
     def related(self, request: RelatedRequest) -> Related:
         ws = self.ws
@@ -372,33 +419,11 @@ class IndexedFolder:
         return self._filter.accepts(rel)
 
     def read_note(self, path: str | Path) -> tuple[str, str]:
-        """``(root-relative path, text)`` of one note, read the way the indexer reads it.
-
-        Front ends hand notes to people and assistants through this, so the rules of what may
-        leave the folder live here: the path lies inside the folder (a symlink leading out of it
-        is refused, as the indexer refuses it), names a note the index would take (so an
-        ``exclude`` glob also keeps a note from being read), and is text under
-        ``max_file_bytes``. Raises :class:`RequestError` (field ``path``) saying which rule.
-        """
-        rel = self.note_path(path)
-        if not rel:
-            raise RequestError(f"{path} is not inside {self.root}", "path")
-        full = self.root / rel
-        real, real_root = os.path.realpath(full), os.path.realpath(self.root)
-        if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
-            raise RequestError(f"{rel} leads outside {self.root} (a symlink); not read", "path")
-        if not rel.lower().endswith(sources.MARKDOWN_SUFFIXES):
-            raise RequestError(f"{rel} is not a markdown note (.md, .markdown)", "path")
-        if not full.is_file():
-            raise RequestError(f"{rel} does not exist in {self.root}", "path")
-        if not self.accepts(rel):
-            raise RequestError(
-                f"{rel} is excluded from the index of {self.name} (settings, .gitignore or a "
-                f"hidden folder), so it is not read either", "path")
-        read = sources.read_source(full, rel, max_file_bytes=self.settings.max_file_bytes)
-        if read.text is None:
-            raise RequestError(read.warning or f"{rel} cannot be read", "path")
-        return rel, read.text
+        """``(root-relative path, text)`` of one note, read the way the indexer reads it, or
+        :class:`RequestError` (field ``path``) naming the rule that refuses it: front ends hand
+        notes to people and assistants through this (see :mod:`.reading`)."""
+        return read_checked(self.root, self.note_path(path), path, name=self.name,
+                            accepts=self.accepts, max_file_bytes=self.settings.max_file_bytes)
 
     def status(self) -> dict[str, Any]:
         base: dict[str, Any] = {
@@ -429,8 +454,7 @@ class IndexedFolder:
     def close(self) -> None:
         """Stop the writer after its current job, then close the index."""
         self.closed = True
-        if self._timer is not None:
-            self._timer.cancel()
+        self._cancel_timers()
         self._executor.shutdown(wait=True, cancel_futures=True)
         if self.ws is not None:
             self.ws.close()
@@ -439,34 +463,22 @@ class IndexedFolder:
             ws.close()
         self._retired.clear()
 
+    def _cancel_timers(self) -> None:
+        for timer in (self._timer, self._retry):
+            if timer is not None:
+                timer.cancel()
+
     def abandon(self) -> None:
         """The process is exiting now: release locks without waiting for the writer."""
         self.closed = True
-        if self._timer is not None:
-            self._timer.cancel()
+        self._cancel_timers()
         for ws in (self.ws, *self._retired):
             if ws is not None:
                 ws.abandon()
 
 
-def load_in_background(
-    embedder: Embedder, on_done: Callable[[Exception | None], None]
-) -> threading.Thread:
-    """Load the model on its own thread (seconds), so a server answers while it loads."""
-
-    def run() -> None:
-        try:
-            load = getattr(embedder, "load", None)
-            if load is not None:
-                load()
-        except Exception as exc:
-            on_done(exc)
-            return
-        on_done(None)
-
-    thread = threading.Thread(target=run, name="mdsearch-model", daemon=True)
-    thread.start()
-    return thread
+def _nothing() -> None:
+    """The job :meth:`IndexedFolder.settled` waits for: its place in the queue is the point."""
 
 
 __all__ = [
@@ -476,5 +488,5 @@ __all__ = [
     "STATE_READY",
     "STATE_STARTING",
     "IndexedFolder",
-    "load_in_background",
+    "Progress",
 ]

@@ -93,30 +93,42 @@ def _progress(ls: MdSearchServer) -> Any:
 
 
 async def register_watchers(ls: MdSearchServer) -> None:
+    """Ask the client to watch the notes and the ignore files, and to tell us when an
+    ``mdsearch`` setting changes: the server says what it needs, so a client needs no
+    ``synchronize`` options (VS Code's are deprecated) and every editor gets the same events."""
     caps = ls.client_capabilities.workspace
     watched = caps.did_change_watched_files if caps else None
-    if watched is None or not watched.dynamic_registration:
+    config = caps.did_change_configuration if caps else None
+    registrations: list[types.Registration] = []
+    if watched is not None and watched.dynamic_registration:
+        registrations.append(types.Registration(
+            id="mdsearch-watch-markdown",
+            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                watchers=[
+                    types.FileSystemWatcher(glob_pattern=WATCH_GLOB),
+                    types.FileSystemWatcher(glob_pattern="**/.gitignore"),
+                ]
+            ),
+        ))
+    else:
         log.info("client cannot watch files for us; changes outside the editor need a save")
+    if config is not None and config.dynamic_registration:
+        # The section makes a client that pushes settings send ours (VS Code sends nothing for
+        # a registration without one); the handler pulls each folder's values anyway.
+        registrations.append(types.Registration(
+            id="mdsearch-configuration",
+            method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+            register_options={"section": "mdsearch"},
+        ))
+    if not registrations:
         return
     try:
         await ls.client_register_capability_async(
-            types.RegistrationParams(
-                registrations=[
-                    types.Registration(
-                        id="mdsearch-watch-markdown",
-                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                            watchers=[
-                                types.FileSystemWatcher(glob_pattern=WATCH_GLOB),
-                                types.FileSystemWatcher(glob_pattern="**/.gitignore"),
-                            ]
-                        ),
-                    )
-                ]
-            )
-        )
+            types.RegistrationParams(registrations=registrations))
     except Exception as exc:
-        log.info("file watcher registration refused: %s", exc)
+        log.info("registration refused (%s): %s",
+                 ", ".join(r.method for r in registrations), exc)
 
 
 def register(server: MdSearchServer) -> None:
@@ -134,6 +146,7 @@ def register(server: MdSearchServer) -> None:
     @server.feature(types.INITIALIZED)
     async def initialized(ls: MdSearchServer, params: types.InitializedParams) -> None:
         ls.initialized = True
+        ls.manager.progress = _progress(ls)
         pulled = await pull_configuration(ls)
         if pulled is not None:
             ls.manager.configure(*pulled)

@@ -1,6 +1,8 @@
 """Keeping the index fresh: saves, opens, file-watcher events, renames and deletes.
 
-Every event becomes a per-file entry in its folder's queue; the folder's single writer drains it.
+Every event goes through the engine's one rule (``Folders.changed``: the disk decides whether a
+note is updated or dropped, a new folder queues its notes, a changed ``.gitignore`` rescans) and
+becomes a per-file entry in its folder's queue; the folder's single writer drains it.
 Saves that arrive while the first index runs wait in the queue, and two saves of one file before
 the writer gets to it cost one update: the latest state of the file on disk wins.
 """
@@ -54,57 +56,25 @@ def did_save(manager: FolderManager, uri: str) -> None:
         manager.queue(uri, "update")
 
 
-def rescan(manager: FolderManager, uri: str, progress: object = None) -> None:
-    """A folder appeared, or a .gitignore changed: re-read the ignore rules, then a full
-    (incremental) scan settles it."""
-    folder = manager.folder_for(uri)
-    if folder is None:
-        return
-    folder.refresh_ignores()
-    manager.start_soon(folder, progress=progress)
+def watched_files(manager: FolderManager, changes: list[types.FileEvent]) -> None:
+    """The client's watcher saw files change: the engine's one rule, the disk deciding."""
+    events = [(path, path.exists()) for change in changes
+              if (path := uri_to_path(change.uri)) is not None]
+    manager.service.changed_all(events)
 
 
-def watched_files(
-    manager: FolderManager, changes: list[types.FileEvent], progress: object = None
-) -> None:
-    for change in changes:
-        uri = change.uri
-        if uri.endswith("/.gitignore"):
-            rescan(manager, uri, progress)
-            continue
-        path = uri_to_path(uri)
-        if change.type == types.FileChangeType.Deleted:
-            # Also a deleted folder: the indexer drops every note under it.
-            manager.queue(uri, "delete")
-        elif is_markdown(uri):
-            manager.queue(uri, "update")
-        elif path is not None and path.is_dir():
-            rescan(manager, uri, progress)
-
-
-def renamed(
-    manager: FolderManager, files: list[types.FileRename], progress: object = None
-) -> None:
+def renamed(manager: FolderManager, files: list[types.FileRename]) -> None:
     for f in files:
-        manager.queue(f.old_uri, "delete")
-        new_path = uri_to_path(f.new_uri)
-        if new_path is not None and new_path.is_dir():
-            rescan(manager, f.new_uri, progress)
-        elif is_markdown(f.new_uri):
-            manager.queue(f.new_uri, "update")
+        manager.changed(f.old_uri)
+        manager.changed(f.new_uri)
 
 
 def deleted(manager: FolderManager, files: list[types.FileDelete]) -> None:
     for f in files:
-        manager.queue(f.uri, "delete")
+        manager.changed(f.uri)
 
 
 def register(server: MdSearchServer) -> None:
-    def progress(ls: MdSearchServer) -> object:
-        from mdsearch_ls.lsp.progress import IndexProgress
-
-        return lambda title: IndexProgress(ls, title)
-
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def on_open(ls: MdSearchServer, params: types.DidOpenTextDocumentParams) -> None:
         did_open(ls.manager, params.text_document.uri)
@@ -125,11 +95,11 @@ def register(server: MdSearchServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def on_watched(ls: MdSearchServer, params: types.DidChangeWatchedFilesParams) -> None:
-        watched_files(ls.manager, params.changes, progress(ls))
+        watched_files(ls.manager, params.changes)
 
     @server.feature(types.WORKSPACE_DID_RENAME_FILES, MARKDOWN_FILTER)
     def on_rename(ls: MdSearchServer, params: types.RenameFilesParams) -> None:
-        renamed(ls.manager, params.files, progress(ls))
+        renamed(ls.manager, params.files)
 
     @server.feature(types.WORKSPACE_DID_DELETE_FILES, MARKDOWN_FILTER)
     def on_delete(ls: MdSearchServer, params: types.DeleteFilesParams) -> None:

@@ -1,0 +1,208 @@
+"""The folders service (engine/service/folders.py): the one set of rules both servers follow.
+
+Each rule here was once written twice (language server and MCP server) and the copies disagreed;
+these tests pin the single version on a real index on disk with the fake embedder.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.api import Folders, FolderState, IndexPhase, ModelState, SearchRequest
+from mdsearch_ls.engine.index.layout import IndexLock, default_index_dir
+from mdsearch_ls.engine.service import folder as folder_module
+from tests.conftest import FakeEmbedder, write_note
+
+
+class Watch:
+    """Wake a test when the service reports a change and a condition holds (no sleeping)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+
+    def __call__(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def until(self, check: Callable[[], bool], timeout: float = 30.0) -> bool:
+        with self._cond:
+            return self._cond.wait_for(check, timeout)
+
+
+@pytest.fixture
+def service() -> Iterator[tuple[Folders, Watch, list[str]]]:
+    watch = Watch()
+    rescans: list[str] = []
+    folders = Folders(Settings(), embedder=FakeEmbedder(), on_change=watch,
+                      on_rescan=lambda f: rescans.append(f.name))
+    yield folders, watch, rescans
+    folders.close(timeout=10)
+
+
+def _ready(folders: Folders, root: Path) -> None:
+    folder = folders.add(root, Settings())
+    assert folder is not None
+    assert folders.index(folder).result(timeout=30) is not None
+
+
+def _hits(folders: Folders, query: str, k: int = 10) -> list[str]:
+    request = SearchRequest.build(query, k=k, mode="semantic")
+    return [f"{f.name}:{h.path}" for f, h in folders.search(request)]
+
+
+def test_nested_folders_resolve_to_the_deepest_root(service, tmp_path: Path) -> None:
+    folders, _, _ = service
+    outer = tmp_path / "docs"
+    inner = outer / "team"
+    write_note(inner, "plan.md", "# Plan\n\nship it\n")
+    write_note(outer, "index.md", "# Index\n\nall docs\n")
+    folders.add(outer, Settings())
+    folders.add(inner, Settings())
+    found = folders.locate(inner / "plan.md")
+    assert found is not None and found[0].root == inner.resolve() and found[1] == "plan.md"
+    assert folders.folder_of(outer / "index.md").root == outer.resolve()
+    assert folders.locate(tmp_path / "elsewhere.md") is None
+    assert folders.add(outer, Settings()) is folders.get(outer), "the same root twice is one folder"
+    assert folders.add(tmp_path / "missing", Settings()) is None
+
+
+def test_an_atomic_save_is_decided_by_the_disk_not_the_event(service, tmp_path: Path) -> None:
+    folders, _, _ = service
+    root = tmp_path / "vault"
+    note = write_note(root, "birds.md", "# Birds\n\nkestrels hover over fields\n")
+    _ready(folders, root)
+    # An editor's atomic save: "deleted" and "created" for a file that exists now, in either order.
+    note.write_text("# Birds\n\nowls hunt at night\n", "utf-8")
+    assert folders.changed_all([(note, True), (note, False), (note, True)]) == 3
+    assert folders.settled(timeout=30)
+    assert _hits(folders, "owls hunt at night", k=1) == ["vault:birds.md"]
+    note.unlink()
+    assert folders.changed(note, note.exists())
+    assert folders.settled(timeout=30)
+    assert _hits(folders, "owls hunt at night") == []
+
+
+def test_a_new_folder_queues_its_notes_and_a_gone_one_drops_them(service, tmp_path: Path) -> None:
+    folders, _, rescans = service
+    root = tmp_path / "vault"
+    write_note(root, "a.md", "# A\n\nalpha\n")
+    _ready(folders, root)
+    sub = root / "moved"
+    write_note(sub, "b.md", "# B\n\nbravo charlie\n")
+    write_note(sub, "deeper/c.md", "# C\n\ndelta echo\n")
+    (sub / "data.bin").write_bytes(b"\0\1")
+    assert folders.changed(sub, exists=True)
+    assert folders.settled(timeout=30)
+    assert sorted(folders.get(root).notes()) == ["a.md", "moved/b.md", "moved/deeper/c.md"]
+    assert rescans == [], "a new folder queues its notes; it does not rescan the root"
+    for p in sorted(sub.rglob("*"), reverse=True):
+        p.unlink() if p.is_file() else p.rmdir()
+    sub.rmdir()
+    assert folders.changed(sub, exists=False)
+    assert folders.settled(timeout=30)
+    assert folders.get(root).notes() == ["a.md"]
+    empty = root / "attachments"
+    empty.mkdir()
+    assert not folders.changed(empty, exists=True), "a folder without notes concerns no index"
+    assert not folders.changed(root / "image.png", exists=True)
+
+
+def test_a_changed_gitignore_rescans_its_folder_once(service, tmp_path: Path) -> None:
+    folders, _, rescans = service
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_note(a, "x.md", "# X\n")
+    write_note(b, "y.md", "# Y\n")
+    _ready(folders, a)
+    _ready(folders, b)
+    events = [(a / ".gitignore", True), (a / "sub" / ".gitignore", True),
+              (a / ".gitignore", True), (b / ".gitignore", False)]
+    folders.changed_all(events)
+    assert sorted(rescans) == ["a", "b"]
+
+
+def test_searches_across_folders_merge_in_one_order(service, tmp_path: Path) -> None:
+    folders, _, _ = service
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_note(a, "gulls.md", "# Gulls\n\ngulls nest on cliffs by the sea\n")
+    write_note(a, "bread.md", "# Bread\n\nflour water salt yeast\n")
+    write_note(b, "terns.md", "# Terns\n\nterns nest on cliffs by the sea too\n")
+    _ready(folders, a)
+    _ready(folders, b)
+    request = SearchRequest.build("nest on cliffs by the sea", k=3, mode="semantic")
+    merged = folders.search(request)
+    scores = [h.score for _, h in merged]
+    assert {f.name for f, _ in merged[:2]} == {"a", "b"}, "each folder's best comes first"
+    assert scores[:2] == sorted(scores[:2], reverse=True)
+    only_b = folders.search(request, per_folder=lambda f: request if f.name == "b" else None)
+    assert [f.name for f, _ in only_b] == ["b"]
+
+
+def test_status_speaks_one_vocabulary(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    write_note(root, "a.md", "# A\n\nalpha\n")
+    embedder = FakeEmbedder()
+    embedder.loaded = False  # type: ignore[misc]
+    watch = Watch()
+    folders = Folders(Settings(), embedder=embedder, on_change=watch)
+    try:
+        folder = folders.add(root, Settings())
+        assert folder is not None
+        status = folders.status()
+        assert status["state"] == FolderState.STARTING, "a folder not yet started is not ready"
+        assert status["model_state"] == ModelState.NOT_LOADED
+        assert [f["state"] for f in status["folders"]] == [FolderState.STARTING]
+
+        def load() -> None:
+            embedder.loaded = True  # type: ignore[misc]
+
+        embedder.load = load  # type: ignore[method-assign]
+        assert folders.load_model()
+        assert folders.wait_model(30)
+        assert watch.until(lambda: folders.model_state == ModelState.LOADED)
+        folders.index(folder).result(timeout=30)
+        status = folders.status()
+        assert status["state"] == FolderState.READY
+        assert folders.index_state()["state"] == IndexPhase.READY
+        assert not folders.load_model(), "a loaded model is not loaded again"
+    finally:
+        folders.close(timeout=10)
+
+
+def test_an_index_another_process_builds_is_waited_for_then_taken(
+        service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both servers used to differ here: the language server showed an error and never retried."""
+    folders, watch, _ = service
+    monkeypatch.setattr(folder_module, "RETRY_LOCKED_S", 0.05)
+    root = tmp_path / "vault"
+    write_note(root, "kestrel.md", "# Kestrel\n\na falcon that hovers\n")
+    index_dir = default_index_dir(root)
+    index_dir.mkdir(parents=True)
+    other = IndexLock(index_dir / "writer.lock")  # another process's writer, mid first build
+    folder = folders.add(root, Settings())
+    assert folders.index(folder).result(timeout=30) is None
+    assert folder.other_builds and folder.state == FolderState.INDEXING
+    assert folder.last_error is None, "another process building is not an error"
+    assert folders.index_state()["state"] == IndexPhase.BUILDING
+    other.release()
+    assert watch.until(lambda: folder.state == FolderState.READY and not folder.other_builds)
+    assert _hits(folders, "falcon that hovers", k=1) == ["vault:kestrel.md"]
+
+
+def test_close_reports_a_writer_that_does_not_stop_in_time(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    write_note(root, "a.md", "# A\n")
+    folders = Folders(Settings(), embedder=FakeEmbedder())
+    folder = folders.add(root, Settings())
+    folders.index(folder).result(timeout=30)
+    release = threading.Event()
+    folder.submit(release.wait, 30)  # a batch that runs long
+    try:
+        assert folders.close(timeout=0.2) is False
+        assert len(folders) == 0
+    finally:
+        release.set()
