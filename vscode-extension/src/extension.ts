@@ -91,7 +91,7 @@ async function showStatus(server: ServerManager, output: vscode.LogOutputChannel
     return;
   }
   type Row = vscode.QuickPickItem & { indexDir?: string };
-  const rows: Row[] = status.folders.map((f) => ({ ...describeFolder(f), indexDir: f.index_dir }));
+  const rows: Row[] = status.folders.map((f) => ({ ...describeFolder(f), indexDir: f.index_dir ?? undefined }));
   const pid = status.pid !== undefined ? ` · server pid ${status.pid}` : '';
   rows.push({ label: '$(output) Show logs', description: `python: ${server.pythonPath ?? 'unknown'}${pid}` });
   const choice = await vscode.window.showQuickPick(rows, {

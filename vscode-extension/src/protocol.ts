@@ -1,5 +1,18 @@
 // The wire contract with `python -m mdsearch_ls serve`: command ids the server registers and the
-// shapes it sends back. Kept free of any runtime import so unit tests can load it outside VS Code.
+// shapes it sends back. Kept free of any runtime import but the generated status words (no
+// `vscode`), so unit tests can load it outside VS Code.
+import {
+  type FolderState,
+  folderStates,
+  type FolderStatusFields,
+  type IndexPhase,
+  indexPhases,
+  type IndexProgress,
+  type ModelState,
+  modelStates,
+} from './status.generated';
+
+export type { FolderState, IndexPhase, IndexProgress, ModelState } from './status.generated';
 
 /** `workspace/executeCommand` ids registered by the server. The UI commands use other ids
  * (mdsearch.searchNotes, ...) because vscode-languageclient turns every server command id into a
@@ -14,7 +27,9 @@ export const ServerCommands = {
 /** Custom notification the server sends whenever its state changes or progress advances. */
 export const StatusNotification = 'mdsearch/status';
 
-export type IndexState = 'loading-model' | 'indexing' | 'ready' | 'error';
+/** A folder's (or the whole server's) state: the server's own words, generated from
+ * mdsearch_ls/engine/states.py by scripts/sync_protocol.py. */
+export type IndexState = FolderState;
 
 /** One search or related-sections result. Lines are 0-based and inclusive. */
 export interface Hit {
@@ -34,24 +49,17 @@ export interface Hit {
   root: string;
 }
 
-export interface FolderStatus {
-  root: string;
-  files: number;
-  chunks: number;
-  model: string;
-  index_dir: string;
-  queue: number;
-  state: IndexState;
-  last_error: string | null;
-  last_update: string | null;
-  /** Another mdsearch process (a second window on the vault) writes this index; this server
-   * only searches it until that process is gone. */
-  read_only: boolean;
+/** One folder in `mdsearch/status`: the generated record, plus the folder's URI, which the
+ * language server adds (the MCP server has none). */
+export interface FolderStatus extends FolderStatusFields {
+  uri?: string;
 }
 
 /** Params of `mdsearch/status`. */
 export interface StatusParams {
   state: IndexState;
+  /** The shared embedding model's state, when the server says it. */
+  model_state?: ModelState;
   percentage?: number;
   message?: string;
   /** The server's process id: the same one across a settings change (settings apply live). */
@@ -135,8 +143,7 @@ export function parseHits(value: unknown): Hit[] {
 /** Narrows `mdsearch/status` params (or an `mdsearch.status` reply) from the wire. */
 export function parseStatus(value: unknown): StatusParams | undefined {
   if (!isRecord(value) || typeof value.state !== 'string') return undefined;
-  const states: readonly string[] = ['loading-model', 'indexing', 'ready', 'error'];
-  const state = (states.includes(value.state) ? value.state : 'ready') as IndexState;
+  const state = oneOf(value.state, folderStates, 'starting');
   const folders = Array.isArray(value.folders) ? value.folders.filter(isRecord).map(parseFolder) : [];
   const out: StatusParams = { state, folders };
   if (typeof value.percentage === 'number' && Number.isFinite(value.percentage)) {
@@ -144,24 +151,41 @@ export function parseStatus(value: unknown): StatusParams | undefined {
   }
   if (typeof value.message === 'string') out.message = value.message;
   if (typeof value.pid === 'number' && Number.isInteger(value.pid)) out.pid = value.pid;
+  if (typeof value.model_state === 'string') out.model_state = oneOf(value.model_state, modelStates, 'not-loaded');
   return out;
+}
+
+/** A word from the server's vocabulary, or `fallback` for one this client does not know (a newer
+ * server): never 'ready', which would claim searches are complete when nothing says so. */
+function oneOf<T extends string>(value: unknown, known: readonly T[], fallback: T): T {
+  return typeof value === 'string' && (known as readonly string[]).includes(value) ? (value as T) : fallback;
+}
+
+function parseProgress(value: unknown): IndexProgress {
+  const p = isRecord(value) ? value : {};
+  const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  return { state: oneOf<IndexPhase>(p.state, indexPhases, 'empty'), files_done: num(p.files_done), files_total: num(p.files_total) };
 }
 
 function parseFolder(f: Record<string, unknown>): FolderStatus {
   const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
   const str = (v: unknown): string => (typeof v === 'string' ? v : '');
   const optStr = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-  const states: readonly string[] = ['loading-model', 'indexing', 'ready', 'error'];
-  return {
-    root: str(f.root),
+  const root = str(f.root);
+  const out: FolderStatus = {
+    root,
+    name: str(f.name) || root.split(/[\\/]/).filter(Boolean).pop() || root,
     files: num(f.files),
     chunks: num(f.chunks),
     model: str(f.model),
-    index_dir: str(f.index_dir),
+    index_dir: optStr(f.index_dir),
     queue: num(f.queue),
-    state: (typeof f.state === 'string' && states.includes(f.state) ? f.state : 'ready') as IndexState,
+    state: oneOf(f.state, folderStates, 'starting'),
     last_error: optStr(f.last_error),
     last_update: optStr(f.last_update),
     read_only: f.read_only === true,
+    index: parseProgress(f.index),
   };
+  if (typeof f.uri === 'string') out.uri = f.uri;
+  return out;
 }

@@ -65,6 +65,13 @@ function renderServerStatus(s: StatusParams): StatusView {
   const sections = totalSections(s.folders);
   const detail = s.folders.map((f) => `${baseName(f.root)}: ${formatCount(f.files)} files, ${formatCount(f.chunks)} sections`).join('\n');
   switch (s.state) {
+    case 'starting':
+      return {
+        text: '$(search) mdsearch: starting',
+        tooltip: s.message ?? 'mdsearch: opening the indexes',
+        command: 'mdsearch.showStatus',
+        error: false,
+      };
     case 'loading-model':
       return {
         text: '$(search) mdsearch: loading model',

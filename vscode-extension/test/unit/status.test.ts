@@ -13,6 +13,7 @@ import {
 
 const folder = (over: Partial<FolderStatus> = {}): FolderStatus => ({
   root: '/home/me/vault',
+  name: 'vault',
   files: 12,
   chunks: 1234,
   model: 'all-MiniLM-L6-v2',
@@ -22,6 +23,7 @@ const folder = (over: Partial<FolderStatus> = {}): FolderStatus => ({
   last_error: null,
   last_update: '2025-01-01T10:00:00Z',
   read_only: false,
+  index: { state: 'ready', files_done: 0, files_total: 0 },
   ...over,
 });
 
@@ -103,8 +105,20 @@ describe('status from the wire', () => {
     assert.equal(parseStatus({ folders: [] }), undefined);
     const status = parseStatus({ state: 'ready', folders: [{ root: '/v' }] });
     assert.deepEqual(status?.folders[0], {
-      root: '/v', files: 0, chunks: 0, model: '', index_dir: '', queue: 0, state: 'ready', last_error: null, last_update: null, read_only: false,
+      root: '/v', name: 'v', files: 0, chunks: 0, model: '', index_dir: null, queue: 0, state: 'starting', last_error: null,
+      last_update: null, read_only: false, index: { state: 'empty', files_done: 0, files_total: 0 },
     });
+  });
+
+  it('keeps every state the server has, "starting" included, and never guesses "ready"', () => {
+    // The old hand-written list lacked "starting", so a folder still opening showed as ready.
+    const status = parseStatus({ state: 'starting', model_state: 'loading', folders: [{ root: '/v', state: 'starting', uri: 'file:///v' }] });
+    assert.equal(status?.state, 'starting');
+    assert.equal(status?.model_state, 'loading');
+    assert.equal(status?.folders[0]?.state, 'starting');
+    assert.equal(status?.folders[0]?.uri, 'file:///v');
+    assert.equal(server(status).text, '$(search) mdsearch: starting');
+    assert.equal(parseStatus({ state: 'a-state-from-a-newer-server', folders: [] })?.state, 'starting');
   });
 });
 

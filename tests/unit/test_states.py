@@ -1,0 +1,67 @@
+"""The status vocabulary (engine/states.py) and its generated TypeScript copy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.service.folder import IndexedFolder
+from mdsearch_ls.engine.states import (
+    FOLDER_STATUS_FIELDS,
+    INDEX_PROGRESS_FIELDS,
+    FolderState,
+    IndexPhase,
+    ModelState,
+    overall_phase,
+    overall_state,
+)
+from tests.conftest import FakeEmbedder, write_note
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_typescript_status_words_are_generated_from_the_enums() -> None:
+    """A hand edit of status.generated.ts, or a new state without re-running the generator,
+    fails here (the drift that showed a starting folder as ready)."""
+    res = subprocess.run([sys.executable, str(REPO / "scripts" / "sync_protocol.py"), "--check"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    text = (REPO / "vscode-extension" / "src" / "status.generated.ts").read_text("utf-8")
+    for kind in (FolderState, ModelState, IndexPhase):
+        for member in kind:
+            assert f"'{member.value}'" in text
+
+
+def test_a_folders_status_record_has_exactly_the_declared_fields(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    write_note(root, "a.md", "# A\n\nalpha\n")
+    folder = IndexedFolder(root, Settings(), FakeEmbedder())  # type: ignore[arg-type]
+    try:
+        record = folder.status()
+        assert list(record) == list(FOLDER_STATUS_FIELDS)
+        assert record["state"] == FolderState.STARTING
+        assert list(record["index"]) == list(INDEX_PROGRESS_FIELDS)
+        folder.start_index().result(timeout=30)
+        record = folder.status()
+        assert list(record) == list(FOLDER_STATUS_FIELDS)
+        assert (record["state"], record["files"]) == (FolderState.READY, 1)
+    finally:
+        folder.close()
+
+
+def test_the_process_shows_its_least_finished_state() -> None:
+    S, M = FolderState, ModelState
+    assert overall_state([], M.NOT_LOADED) == S.READY
+    assert overall_state([S.READY, S.STARTING, S.INDEXING], M.LOADED) == S.STARTING
+    assert overall_state([S.READY, S.INDEXING], M.LOADED) == S.INDEXING
+    assert overall_state([S.READY, S.INDEXING], M.LOADING) == S.LOADING_MODEL
+    assert overall_state([S.READY, S.ERROR], M.LOADED) == S.ERROR
+    assert overall_state([S.ERROR, S.ERROR], M.LOADING) == S.ERROR, "nothing will become ready"
+    assert overall_state([S.READY, S.READY], M.LOADED) == S.READY
+    P = IndexPhase
+    assert overall_phase([]) == P.EMPTY
+    assert overall_phase([P.READY, P.BUILDING]) == P.BUILDING
+    assert overall_phase([P.READY, P.ERROR]) == P.READY, "one broken folder does not hide the rest"
+    assert overall_phase([P.EMPTY, P.INTERRUPTED]) == P.INTERRUPTED
