@@ -44,10 +44,20 @@ async def test_status_ready_with_counts(main: Server) -> None:
 
 
 async def test_watchers_registered_when_client_can(main: Server) -> None:
+    """The server asks for what it needs (file events, the mdsearch settings), so a client
+    sends no ``synchronize`` options; a client that cannot register dynamically is asked nothing."""
     regs = getattr(main.client, "registrations", [])
     methods = {r.method for r in regs}
+    caps = main.client.capabilities
+    workspace = caps.workspace if caps is not None else None
+    config = workspace.did_change_configuration if workspace is not None else None
     if main.profile == "visual-studio-code":
         assert types.WORKSPACE_DID_CHANGE_WATCHED_FILES in methods
+    if config is not None and config.dynamic_registration:
+        (reg,) = [r for r in regs if r.method == types.WORKSPACE_DID_CHANGE_CONFIGURATION]
+        assert reg.register_options == {"section": "mdsearch"}
+    else:
+        assert types.WORKSPACE_DID_CHANGE_CONFIGURATION not in methods
 
 
 async def test_model_loading_has_its_own_progress(main: Server) -> None:

@@ -59,7 +59,6 @@ const RESTART_DEBOUNCE_MS = 750;
 
 export class ServerManager implements vscode.Disposable {
   private client: LanguageClient | undefined;
-  private watcher: vscode.FileSystemWatcher | undefined;
   private clientDisposables: vscode.Disposable[] = [];
   private lifecycle: Promise<void> = Promise.resolve();
   private stopping = false;
@@ -167,13 +166,12 @@ export class ServerManager implements vscode.Disposable {
       args,
       options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };
-    this.watcher = vscode.workspace.createFileSystemWatcher('**/*.{md,markdown}');
     const clientOptions: LanguageClientOptions = {
       // Only files on disk: the server indexes the file system, untitled buffers have no path.
       documentSelector: [{ scheme: 'file', language: 'markdown' }],
-      // configurationSection: a change of any mdsearch setting is sent as
-      // workspace/didChangeConfiguration; the server then pulls each folder's values (below).
-      synchronize: { fileEvents: this.watcher, configurationSection: 'mdsearch' },
+      // No `synchronize`: the server registers its own file watchers (notes and .gitignore) and
+      // workspace/didChangeConfiguration for the `mdsearch` section, then pulls each folder's
+      // values, as it does with any LSP editor.
       initializationOptions: settingsForScope(undefined, this.schema),
       outputChannel: this.output,
       traceOutputChannel: this.output,
@@ -287,8 +285,6 @@ export class ServerManager implements vscode.Disposable {
     const client = this.client;
     this.client = undefined;
     for (const d of this.clientDisposables.splice(0)) d.dispose();
-    this.watcher?.dispose();
-    this.watcher = undefined;
     if (client) {
       this.stopping = true;
       try {
