@@ -35,6 +35,7 @@ from mdsearch_ls.engine.index.layout import (
     OPEN_MODES,
     IndexLock,
     IndexState,
+    LockRole,
     OpenMode,
     default_index_dir,
     recorded_model,
@@ -58,8 +59,6 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
-
-
 
 
 # How often a running index records its progress in the manifest (for readers in other
@@ -89,8 +88,9 @@ class Workspace(WriterOpen):
         *,
         embedder: Embedder,
         index_dir: Path | str | None = None,
+        role: LockRole = "command",
     ) -> Workspace:
-        """Open the index of ``root``.
+        """Open the index of ``root``; ``role``: what holds it as its writer (``LockRole``).
 
         Raises FileNotFoundError / NotADirectoryError for a bad root, :class:`IndexLockedError`
         when ``write`` finds another writer, :class:`NotIndexedError` when a read finds no index,
@@ -101,15 +101,14 @@ class Workspace(WriterOpen):
         if mode == "read":
             return cls(root, settings, embedder, index_dir=index_dir, read_only=True)
         try:
-            return cls(root, settings, embedder, index_dir=index_dir)
+            return cls(root, settings, embedder, index_dir=index_dir, role=role)
         except IndexLockedError as locked:
             if mode == "write":
                 raise
             ws = cls(root, settings, embedder, index_dir=index_dir, read_only=True)
-            ws.read_only_reason = (
-                f"the index in {ws.index_dir} is in use by another mdsearch process"
-                f"{locked.holder_text}: reading it as it is, without updating it"
-            )
+            ws.read_only_reason = (f"the index in {ws.index_dir} is in use by another mdsearch "
+                                   f"process{locked.holder_text}: reading it as it is, without "
+                                   "updating it")
             return ws
 
     def __init__(
@@ -120,6 +119,7 @@ class Workspace(WriterOpen):
         *,
         index_dir: Path | str | None = None,
         read_only: bool = False,
+        role: LockRole = "command",
     ) -> None:
         """Use :meth:`open`; this is its implementation."""
         self._writing: WritingAids | None = None
@@ -158,7 +158,7 @@ class Workspace(WriterOpen):
         if read_only:
             self._open_read_only()
             return
-        self._lock = IndexLock(self.index_dir / "writer.lock")
+        self._lock = IndexLock(self.index_dir / "writer.lock", role=role)
         try:
             (self.index_dir / "ROOT").write_text(str(self.root) + "\n", encoding="utf-8")
             self._open_healing()

@@ -140,7 +140,29 @@ def test_locked_index_exits_3_fast(tmp_path: Path, fake_embedder: object) -> Non
         res = run_cli("index", str(vault), "--index-dir", str(index), cache=tmp_path)
         assert res.returncode == 3, res.stderr
         assert "in use" in res.stderr and str(os.getpid()) in res.stderr
+        assert "Wait for it to finish" in res.stderr  # a command does finish
         assert time.perf_counter() - t0 < 30  # fails fast: no model load, no hang
+    finally:
+        holder.close()
+
+
+def test_an_index_a_server_holds_says_so_and_that_searches_work(
+    tmp_path: Path, fake_embedder: object
+) -> None:
+    """A server never finishes: the refusal must not tell a person to wait for it (issue 22)."""
+    from tests.conftest import copy_vault
+
+    vault = copy_vault(tmp_path / "vault")
+    index = tmp_path / "index"
+    holder = Workspace.open(vault, Settings(), "write", embedder=fake_embedder,  # type: ignore[arg-type]
+                            index_dir=index, role="server")
+    try:
+        assert (index / "writer.lock").read_text() == f"{os.getpid()} server"
+        res = run_cli("index", str(vault), "--index-dir", str(index), cache=tmp_path)
+        assert res.returncode == 3, res.stderr
+        assert "held by a running mdsearch server" in res.stderr
+        assert "Searches still work" in res.stderr and "wait" not in res.stderr.lower()
+        assert str(os.getpid()) in res.stderr
     finally:
         holder.close()
 

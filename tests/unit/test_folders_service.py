@@ -6,6 +6,7 @@ these tests pin the single version on a real index on disk with the fake embedde
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -199,10 +200,26 @@ def test_close_reports_a_writer_that_does_not_stop_in_time(tmp_path: Path) -> No
     folders = Folders(Settings(), embedder=FakeEmbedder())
     folder = folders.add(root, Settings())
     folders.index(folder).result(timeout=30)
-    release = threading.Event()
-    folder.submit(release.wait, 30)  # a batch that runs long
+    release, started = threading.Event(), threading.Event()
+
+    def long_batch() -> None:
+        started.set()
+        release.wait(30)
+
+    folder.submit(long_batch)  # a batch that runs long
+    assert started.wait(30), "the writer never started the batch"  # running, not just queued
     try:
         assert folders.close(timeout=0.2) is False
         assert len(folders) == 0
     finally:
         release.set()
+
+
+def test_a_folder_the_service_writes_is_held_as_a_server(service, tmp_path: Path) -> None:
+    """The lock says "server", so a refused `mdsearch index` says that waiting will not help."""
+    folders, _, _ = service
+    root = tmp_path / "notes"
+    write_note(root, "a.md", "# A\n\ntext\n")
+    _ready(folders, root)
+    lock = default_index_dir(root.resolve()) / "writer.lock"
+    assert lock.read_text().split() == [str(os.getpid()), "server"]

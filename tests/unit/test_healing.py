@@ -23,7 +23,7 @@ import pytest
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import IndexOpenError, NotIndexedError
-from mdsearch_ls.engine.index.layout import DAMAGED_PREFIX, space_name
+from mdsearch_ls.engine.index.layout import DAMAGED_PREFIX, KEEP_DAMAGED, space_name
 from mdsearch_ls.engine.service.folder import IndexedFolder
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import REPO, FakeEmbedder, write_note
@@ -232,19 +232,25 @@ def test_read_only_search_meeting_damage_says_so(built, index_copy):
         ws.close()
 
 
-def test_only_the_newest_damaged_folder_is_kept(built, index_copy):
+def test_a_repair_keeps_the_last_few_damaged_folders(built, index_copy):
+    """A second repair must not delete the first one's files (issue 22): the newest
+    KEEP_DAMAGED are kept, two repairs within one second included; older ones go."""
     vault, _, _ = built
     seen = []
-    for damage in (garbage_manifest_header, garbage_chroma_sqlite):
+    damages = (garbage_manifest_header, garbage_chroma_sqlite) * 2
+    for damage in damages:
         damage(index_copy)
         with Workspace.open(vault, Settings(), "write", embedder=FakeEmbedder(),
                             index_dir=index_copy) as ws:
             assert ws.healed
             ws.index()
         seen.append(sorted(index_copy.glob(f"{DAMAGED_PREFIX}*")))
-    assert len(seen[0]) == 1 and len(seen[1]) == 1
-    assert (seen[1][0] / "chroma").is_dir()  # the second damage's files, the first's gone
-    assert not (seen[1][0] / f"{SPACE}.sqlite3").exists()
+    assert [len(s) for s in seen] == [1, 2, 3, KEEP_DAMAGED]
+    assert seen[0][0] not in seen[-1]  # the oldest went once there were more than KEEP_DAMAGED
+    assert seen[1][-1] in seen[-1] and seen[2][-1] in seen[-1]
+    newest = [p for p in seen[-1] if p not in seen[2]]
+    assert len(newest) == 1 and (newest[0] / "chroma").is_dir()  # the last damage's files
+    assert not (newest[0] / f"{SPACE}.sqlite3").exists()
 
 
 def test_both_stores_damaged_at_once(built, index_copy):

@@ -19,7 +19,7 @@ from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import IndexOpenError, MdsearchError
 from mdsearch_ls.engine.index.indexer import Indexer
-from mdsearch_ls.engine.index.layout import DAMAGED_PREFIX
+from mdsearch_ls.engine.index.layout import DAMAGED_PREFIX, KEEP_DAMAGED
 from mdsearch_ls.engine.index.manifest import Manifest, is_damage
 from mdsearch_ls.engine.index.vector_store import ChromaStore, StoreError, short_error
 
@@ -157,14 +157,21 @@ class WriterOpen:
         self.indexer = None
 
     def _set_aside(self, damage: _Damaged) -> None:
-        """Move damaged files into this open's ``damaged-<time>`` folder (older ones go)."""
+        """Move damaged files into this open's ``damaged-<time>`` folder (all but the newest
+        ``KEEP_DAMAGED - 1`` older ones go)."""
         folder = self._damaged_dir
         try:
             if folder is None:
-                for old in self.index_dir.glob(f"{DAMAGED_PREFIX}*"):
+                older = sorted(self.index_dir.glob(f"{DAMAGED_PREFIX}*"))
+                for old in older[: max(0, len(older) - (KEEP_DAMAGED - 1))]:
                     shutil.rmtree(old, ignore_errors=True)
-                folder = self.index_dir / f"{DAMAGED_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}"
-                folder.mkdir(parents=True, exist_ok=True)
+                stamp = time.strftime("%Y%m%d-%H%M%S")
+                folder = self.index_dir / f"{DAMAGED_PREFIX}{stamp}"
+                n = 1
+                while folder.exists():  # two repairs within a second keep both
+                    folder = self.index_dir / f"{DAMAGED_PREFIX}{stamp}-{n}"
+                    n += 1
+                folder.mkdir(parents=True)
                 self._damaged_dir = folder
             for p in damage.paths:
                 if p.exists():

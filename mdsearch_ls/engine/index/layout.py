@@ -106,17 +106,25 @@ def space_name(settings: Settings) -> str:
 
 
 DAMAGED_PREFIX = "damaged-"
-"""Damaged files are moved into ``<index dir>/damaged-<time>/``; only the newest is kept."""
+"""Damaged files are moved into ``<index dir>/damaged-<time>/``; the newest few are kept."""
+KEEP_DAMAGED = 3
+"""How many ``damaged-*`` folders an index keeps: a second repair must not delete the evidence
+of the first (a person may not have looked yet), and a loop of repairs must not fill the disk."""
+
+LockRole = Literal["command", "server"]
+"""What holds a writer lock, written into the lock file beside the pid, so that a process it
+refuses can tell a person whether waiting helps: a command finishes, a server holds its index
+for as long as it runs."""
 
 
 class IndexLock:
     """An exclusive, non-blocking lock file; released when the process dies, however it dies.
 
     ``probe``: only test whether another process holds it (never create the file, never write
-    our pid), then :meth:`release` at once.
+    our pid), then :meth:`release` at once. ``role``: what this holder is (see :data:`LockRole`).
     """
 
-    def __init__(self, path: Path, *, probe: bool = False) -> None:
+    def __init__(self, path: Path, *, probe: bool = False, role: LockRole = "command") -> None:
         self.path = path
         self._probe = probe
         if probe:
@@ -136,16 +144,12 @@ class IndexLock:
             with contextlib.suppress(OSError):
                 holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip()
             os.close(self._fd)
-            who = f" by process {holder}" if holder else ""
-            raise IndexLockedError(
-                f"the index in {path.parent} is in use{who} (an editor's mdsearch server or "
-                f"another mdsearch command). Close it, wait for it to finish, or pass "
-                f"--index-dir to use a separate index.",
-                holder=holder or None,
-            ) from None
+            pid, _, role = holder.partition(" ")
+            raise IndexLockedError(locked_message(path.parent, pid, role),
+                                   holder=pid or None) from None
         if not probe:
             os.ftruncate(self._fd, 0)
-            os.pwrite(self._fd, str(os.getpid()).encode(), 0)
+            os.pwrite(self._fd, f"{os.getpid()} {role}".encode(), 0)
 
     def release(self) -> None:
         if self._fd >= 0:
@@ -175,6 +179,20 @@ class IndexState:
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "files_done": self.files_done,
                 "files_total": self.files_total}
+
+
+def locked_message(index_dir: Path, pid: str, role: str) -> str:
+    """Why a write open was refused, and what helps: a server never "finishes", so telling a
+    person to wait for one would be advice that never comes true."""
+    who = f" (process {pid})" if pid else ""
+    if role == "server":
+        return (f"the index in {index_dir} is held by a running mdsearch server{who}: an "
+                f"editor's language server or an MCP server, which keeps it up to date. "
+                f"Searches still work while it runs (they read the index it writes); to index "
+                f"or rebuild from here, stop that server, or pass --index-dir to use a "
+                f"separate index.")
+    return (f"the index in {index_dir} is in use by another mdsearch command{who}. Wait for "
+            f"it to finish, or pass --index-dir to use a separate index.")
 
 
 def writer_alive(index_dir: Path) -> bool:

@@ -117,7 +117,7 @@ class IndexedFolder:
             return
         try:
             self.ws = Workspace.open(self.root, self.settings, "read-if-locked",
-                                     embedder=self.embedder)
+                                     embedder=self.embedder, role="server")
         except NotIndexedError:
             # Locked, and nothing indexed yet: the other process is building it. Wait for it.
             raise IndexLockedError(
@@ -160,7 +160,8 @@ class IndexedFolder:
         if self.ws is None or not self.ws.read_only:
             return self.ws is not None
         try:
-            ws = Workspace.open(self.root, self.settings, "write", embedder=self.embedder)
+            ws = Workspace.open(self.root, self.settings, "write", embedder=self.embedder,
+                                role="server")
         except IndexLockedError:
             return False
         self._tell_healed(ws)
