@@ -244,7 +244,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from mdsearch_ls.mcp import main as mcp_main
 
-    return mcp_main(args.root or ["."], _settings(args))
+    return mcp_main(args.root or ["."], _settings(args), http=args.http,
+                    token_file=args.token_file, allow_hosts=args.allow_host or [])
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

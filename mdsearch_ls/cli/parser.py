@@ -72,7 +72,9 @@ examples:
 examples:
   mdsearch mcp --root ~/notes                 what an AI assistant starts (stdio); see
                                               docs/mcp.md for the mcpServers entry
-  mdsearch mcp --root ~/notes --root ~/work   several folders, searched as one set""",
+  mdsearch mcp --root ~/notes --root ~/work   several folders, searched as one set
+  mdsearch mcp --root ~/handbook --http 0.0.0.0:8765 --token-file ~/.config/mdsearch/team
+                                              one index for a team (docs/mcp.md#http)""",
     "serve": """\
 examples:
   mdsearch serve              what an editor starts (stdio); see the README for VS Code,
@@ -230,9 +232,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON object")
     _common(p)
 
-    p = _subparser(sub, "mcp", "run the MCP server over stdio (for AI assistants)")
+    p = _subparser(sub, "mcp", "run the MCP server over stdio or HTTP (for AI assistants)")
     p.add_argument("--root", action="append", metavar="ROOT",
                    help="folder of notes; repeat for several (default: .)")
+    p.add_argument("--http", metavar="HOST:PORT", default=None,
+                   help="serve streamable HTTP at HOST:PORT (PORT alone: 127.0.0.1) instead of "
+                        "stdio")
+    p.add_argument("--token-file", metavar="FILE", default=None,
+                   help="members allowed over HTTP, one 'NAME TOKEN' a line; re-read when it "
+                        "changes (needed beyond 127.0.0.1)")
+    p.add_argument("--allow-host", action="append", metavar="NAME",
+                   help="a Host name clients use to reach this server (beside this machine's "
+                        "names); repeat for several")
     _common(p)
     _add_setting_flags(p, "search")
 

@@ -4,9 +4,10 @@ The third front end over the engine's seam (``mdsearch_ls.engine.api``), beside 
 language server; it holds no search logic. Layout:
 
 * :mod:`.server`: the official SDK's ``MCPServer`` over stdio, start-up order and exit;
-* :mod:`.tools`: the five tools and their arguments (SDK-free); :mod:`.render` and
-  :mod:`.sections` turn answers into text within a token budget;
-* :mod:`.library`: the folders served, kept indexed and searched as one set (protocol-free);
+* :mod:`.http`: the same server over streamable HTTP, its members' tokens and where it listens;
+* :mod:`.tools`: the five tools and their arguments (SDK-free); :mod:`.answers` and
+  :mod:`.read_section` turn answers into text within a token budget;
+* :mod:`.roots`: the folders served, through the engine's ``Folders`` (protocol-free);
 * :mod:`.watch`: the file watcher that keeps the index fresh;
 * :mod:`.tokens`: the token estimate behind every ``max_tokens``.
 
@@ -20,8 +21,9 @@ from collections.abc import Sequence
 from mdsearch_ls.config import Settings
 
 
-def main(roots: Sequence[str], settings: Settings) -> int:
-    """Serve the folders ``roots`` over stdio until the client closes stdin."""
+def main(roots: Sequence[str], settings: Settings, *, http: str | None = None,
+         token_file: str | None = None, allow_hosts: Sequence[str] = ()) -> int:
+    """Serve the folders ``roots`` over stdio until the client closes stdin, or over HTTP."""
     from mdsearch_ls.mcp.server import run
 
-    return run(roots, settings)
+    return run(roots, settings, http=http, token_file=token_file, allow_hosts=allow_hosts)

@@ -67,10 +67,16 @@ class Library:
     through the paths a caller gives and gets, plus the watcher."""
 
     def __init__(
-        self, roots: Iterable[Path | str], settings: Settings, *, embedder: Any = None
+        self, roots: Iterable[Path | str], settings: Settings, *, embedder: Any = None,
+        remote: bool = False,
     ) -> None:
-        """``embedder``: the model to use instead of the one the settings name (tests)."""
+        """``embedder``: the model to use instead of the one the settings name (tests).
+        ``remote``: callers are on other machines (HTTP), so answers never show this machine's
+        paths: a folder is its name."""
         self.settings = settings
+        self.remote = remote
+        self._start_once = threading.Lock()
+        self._start_called = False
         resolved: list[Path] = []
         for r in roots:
             p = Path(r).expanduser().resolve()
@@ -89,7 +95,12 @@ class Library:
     # ---- starting ---------------------------------------------------------------------------
 
     def start(self, *, watch: bool = True) -> None:
-        """Start everything slow on a background thread; returns at once."""
+        """Start everything slow on a background thread; returns at once. Only the first call
+        starts anything (stateless HTTP enters the SDK's lifespan once per request)."""
+        with self._start_once:
+            if self._start_called:
+                return
+            self._start_called = True
         threading.Thread(target=self._start, args=(watch,), name="mdsearch-start",
                          daemon=True).start()
 
@@ -381,9 +392,14 @@ class Library:
         if self._started.is_set() and not self.start_error:
             for folder in self.folders:
                 st = folder.status()
-                folders.append({key: st[key] for key in (
-                    "name", "root", "state", "index", "files", "chunks", "read_only", "queue",
-                    "last_update", "index_dir", "last_error")})
+                shown = ("name", "state", "index", "files", "chunks", "read_only", "queue",
+                         "last_update", "last_error")
+                if not self.remote:
+                    shown = (*shown, "root", "index_dir")
+                entry = {key: st[key] for key in shown}
+                if self.remote and entry["last_error"]:
+                    entry["last_error"] = self.scrub(entry["last_error"])
+                folders.append(entry)
         service = self.service
         return {
             "index": self.index_state(),
@@ -397,8 +413,17 @@ class Library:
             "last_change": _iso(service.last_change) if service and service.last_change
             else None,
             "token_estimate": counter().name,
-            "start_error": self.start_error,
+            "start_error": self.scrub(self.start_error) if self.start_error else None,
         }
+
+    def scrub(self, text: str) -> str:
+        """``text`` with this machine's folder paths replaced by folder names, for a remote
+        caller (an error message may quote a path it was given by the OS)."""
+        if not self.remote:
+            return text
+        for root in sorted(self.roots, key=lambda r: -len(str(r))):
+            text = text.replace(str(root), self.names[root])
+        return text
 
     # ---- changes on disk (the watcher) ---------------------------------------------------------
 

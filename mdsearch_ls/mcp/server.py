@@ -63,8 +63,15 @@ def note_uri(path: str) -> str:
 class NotesServer(MCPServer):
     """``MCPServer`` whose tools and resources are the :class:`Library`'s."""
 
-    def __init__(self, library: Library) -> None:
+    def __init__(self, library: Library, *, token_verifier: Any = None) -> None:
+        """``token_verifier``: the SDK's ``TokenVerifier`` that guards HTTP (:mod:`.http`)."""
         self.library = library
+        auth = None
+        if token_verifier is not None:
+            from mcp.server.auth.settings import AuthSettings
+
+            # Required fields of the SDK's settings; no OAuth server is offered or advertised.
+            auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)
 
         @asynccontextmanager
         async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
@@ -78,6 +85,8 @@ class NotesServer(MCPServer):
             instructions=tools.INSTRUCTIONS,
             lifespan=lifespan,
             log_level="WARNING",
+            token_verifier=token_verifier,
+            auth=auth,
         )
 
     # ---- tools ----------------------------------------------------------------------------------
@@ -148,24 +157,41 @@ def check_roots(roots: Sequence[str]) -> list[Path]:
     return out
 
 
-def run(roots: Sequence[str], settings: Settings) -> int:
-    """Serve MCP over stdio until stdin closes; the process exit code."""
+def run(roots: Sequence[str], settings: Settings, *, http: str | None = None,
+        token_file: str | None = None, allow_hosts: Sequence[str] = ()) -> int:
+    """Serve MCP over stdio until stdin closes, or over HTTP (``http``: ``HOST:PORT``) until
+    SIGINT/SIGTERM; the process exit code."""
+    from mdsearch_ls.mcp import http as web
+
     try:
         folders = check_roots(roots)
-    except ValueError as exc:
+        listen = web.parse_listen(http) if http is not None else None
+        if listen is not None and not listen.loopback and token_file is None:
+            raise ValueError(f"--http {http}: listening beyond this machine needs --token-file "
+                             f"FILE (one 'NAME TOKEN' a line); without one, bind 127.0.0.1")
+        if token_file is not None and listen is None:
+            raise ValueError("--token-file guards --http; stdio needs no token")
+        verifier = (web.MembersVerifier(web.TokenFile(Path(token_file).expanduser()))
+                    if token_file is not None else None)
+        sock = web.bind(listen) if listen is not None else None
+    except (ValueError, web.HttpSetupError) as exc:
         print(f"mdsearch mcp: error: {exc}", file=sys.stderr)
         return 2
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    library = Library(folders, settings)
-    server = NotesServer(library)
+    library = Library(folders, settings, remote=listen is not None)
+    server = NotesServer(library, token_verifier=verifier)
     try:
-        anyio.run(server.run_stdio_async)
+        if listen is None or sock is None:
+            anyio.run(server.run_stdio_async)
+        else:
+            library.start()  # once: stateless HTTP enters the SDK's lifespan per request
+            web.serve(server, listen, sock, token_file, list(allow_hosts))
     except KeyboardInterrupt:
         pass
     finally:
         clean = library.close()
-        log.info("mdsearch mcp: stdin closed, exiting%s", "" if clean else
-                 " (an index write was cut short; the next start repairs it)")
+        log.info("mdsearch mcp: %s, exiting%s", "stopped" if listen else "stdin closed",
+                 "" if clean else " (an index write was cut short; the next start repairs it)")
         sys.stderr.flush()
     # Writer threads are not daemons and a library thread may still run (the model load):
     # exit now rather than wait for them; the locks are released and nothing is mid-write.

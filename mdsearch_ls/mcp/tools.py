@@ -256,7 +256,8 @@ def index_status(lib: Library) -> Answer:
             extra.append(f"{f['queue']} changes queued")
         if f["last_error"]:
             extra.append(f"error: {f['last_error']}")
-        out.append(f"{f['name']}: {f['root']} · {f['index']['state']} · {f['files']} notes · "
+        where = f" {f['root']} ·" if "root" in f else ""  # a remote caller sees no server path
+        out.append(f"{f['name']}:{where} {f['index']['state']} · {f['files']} notes · "
                    f"updated {f['last_update'] or 'never'}"
                    + (" · " + "; ".join(extra) if extra else ""))
     if st["model"]["error"]:

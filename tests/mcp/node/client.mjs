@@ -1,13 +1,22 @@
 // A second, independent MCP client: the official TypeScript SDK (@modelcontextprotocol/sdk)
-// starts `mdsearch mcp`, lists its tools, waits for the index and calls search_markdown once.
+// starts `mdsearch mcp` (or reaches one over streamable HTTP), lists its tools, waits for the
+// index and calls search_markdown once.
 //   node client.mjs '["python", "-m", "mdsearch_ls", "mcp", "--root", "VAULT"]' "QUERY"
+//   MDSEARCH_TOKEN=... node client.mjs http://127.0.0.1:PORT/mcp "QUERY"
 // Prints one JSON object on stdout.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const [command, ...args] = JSON.parse(process.argv[2]);
 const query = process.argv[3];
-const transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: "inherit" });
+let transport;
+if (process.argv[2].startsWith("http")) {
+  const headers = process.env.MDSEARCH_TOKEN ? { Authorization: `Bearer ${process.env.MDSEARCH_TOKEN}` } : {};
+  transport = new StreamableHTTPClientTransport(new URL(process.argv[2]), { requestInit: { headers } });
+} else {
+  const [command, ...args] = JSON.parse(process.argv[2]);
+  transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: "inherit" });
+}
 const client = new Client({ name: "mdsearch-node-test", version: "1.0.0" });
 await client.connect(transport);
 const tools = await client.listTools();

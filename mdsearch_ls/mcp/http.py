@@ -1,0 +1,251 @@
+"""``mdsearch mcp --http HOST:PORT``: the same MCP server over the SDK's streamable HTTP, for a
+team that shares one index.
+
+What this module decides, and nothing else (the tools are the stdio server's, unchanged):
+
+* **Who may call.** ``--token-file FILE`` holds one member a line, ``NAME TOKEN``. Every request
+  needs ``Authorization: Bearer TOKEN`` (the SDK's bearer middleware answers 401 otherwise); the
+  file is stat-ed on every request and re-read when it changed, so revoking a member is an edit,
+  not a restart. Tokens are compared in constant time and never logged: a log names the member.
+  A file that turns unreadable or empty refuses everyone (fail closed) rather than serving on an
+  old list.
+* **Where it listens.** Loopback by default. A non-loopback address without a token file is
+  refused at start: a network listener without a token is a shared folder for the whole LAN.
+  Loopback without a token works for one person and says so. The SDK's DNS-rebinding protection
+  stays on (a foreign ``Host`` or ``Origin`` is refused); on a non-loopback address the allowed
+  hosts are the bound address, this machine's names and any ``--allow-host``.
+* **Start-up.** The socket is bound before anything else, so a port in use is a clear message and
+  exit 2, not a traceback; the index starts once for the process (stateless HTTP runs the SDK's
+  lifespan per request, so the library is started here, not there).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import os
+import socket
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MIN_TOKEN_CHARS = 16
+"""Shorter tokens are refused at load: a guessable token is no token."""
+
+
+class HttpSetupError(Exception):
+    """A reason the HTTP server cannot start; the message is for a person (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Listen:
+    """Where to listen, parsed from ``HOST:PORT`` (``PORT`` alone means loopback)."""
+
+    host: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.host)
+
+    @property
+    def url_host(self) -> str:
+        return f"[{self.host}]" if ":" in self.host else self.host
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (``localhost``, 127/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_listen(text: str) -> Listen:
+    """``127.0.0.1:8765``, ``[::1]:8765``, ``0.0.0.0:8765`` or ``8765``; ValueError says why."""
+    raw = text.strip()
+    host, port_text = "127.0.0.1", raw
+    if raw.startswith("["):
+        end = raw.find("]")
+        if end < 0 or raw[end + 1:end + 2] != ":":
+            raise ValueError(f"--http {text!r}: write an IPv6 address as [ADDR]:PORT")
+        host, port_text = raw[1:end], raw[end + 2:]
+    elif ":" in raw:
+        host, _, port_text = raw.rpartition(":")
+    if not host:
+        raise ValueError(f"--http {text!r}: no host before the port (e.g. 127.0.0.1:8765)")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"--http {text!r}: the port must be a number (e.g. 127.0.0.1:8765)") \
+            from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--http {text!r}: the port must be between 0 and 65535")
+    return Listen(host, port)
+
+
+def parse_members(text: str, source: str) -> dict[str, str]:
+    """``NAME TOKEN`` lines (``#`` comments and blank lines ignored) as ``{token: name}``.
+
+    Refuses what would make a member ambiguous or a token weak, naming the line, never the
+    token."""
+    members: dict[str, str] = {}
+    names: set[str] = set()
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise HttpSetupError(f"{source}, line {n}: expected 'NAME TOKEN' (two words)")
+        name, token = parts
+        if len(token) < MIN_TOKEN_CHARS:
+            raise HttpSetupError(f"{source}, line {n}: the token of {name!r} is shorter than "
+                                 f"{MIN_TOKEN_CHARS} characters (make one with: "
+                                 f"python -c 'import secrets; print(secrets.token_urlsafe(24))')")
+        if name in names:
+            raise HttpSetupError(f"{source}, line {n}: member {name!r} appears twice")
+        if token in members:
+            raise HttpSetupError(f"{source}, line {n}: {name!r} has the same token as "
+                                 f"{members[token]!r}")
+        names.add(name)
+        members[token] = name
+    return members
+
+
+class TokenFile:
+    """The members of a token file, re-read whenever the file changes.
+
+    The stat per request costs microseconds; it is what lets a team revoke a member by editing
+    one line while every other assistant keeps its connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._seen: tuple[int, int, int, int] | None = None
+        self._members: dict[str, str] = {}
+        self._members = self._load()  # raises HttpSetupError: a bad file at start is exit 2
+        if not self._members:
+            raise HttpSetupError(f"--token-file {path}: no members in it (one 'NAME TOKEN' a "
+                                 f"line)")
+
+    def _stamp(self) -> tuple[int, int, int, int]:
+        st = os.stat(self.path)
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def _load(self) -> dict[str, str]:
+        try:
+            stamp = self._stamp()
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise HttpSetupError(f"--token-file {self.path}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise HttpSetupError(f"--token-file {self.path}: cannot be read "
+                                 f"({type(exc).__name__})") from None
+        members = parse_members(text, f"--token-file {self.path}")
+        self._seen = stamp
+        return members
+
+    def members(self) -> dict[str, str]:
+        """The current ``{token: name}``; empty (everyone refused) while the file is unusable."""
+        with self._lock:
+            try:
+                changed = self._stamp() != self._seen
+            except OSError:
+                changed = True
+            if changed:
+                try:
+                    self._members = self._load()
+                    log.info("token file re-read: %d member(s)", len(self._members))
+                except HttpSetupError as exc:
+                    if self._members:
+                        log.warning("%s: every request is refused until it is fixed", exc)
+                    self._members = {}
+                    self._seen = None
+            return self._members
+
+    def member(self, token: str) -> str | None:
+        """The name of the member holding ``token``, compared in constant time."""
+        found = None
+        for known, name in self.members().items():
+            if hmac.compare_digest(known.encode(), token.encode()):
+                found = name
+        return found
+
+
+class MembersVerifier:
+    """The SDK's ``TokenVerifier`` over a :class:`TokenFile`: a valid token is an access token
+    whose client id is the member's name (what logs show)."""
+
+    def __init__(self, tokens: TokenFile) -> None:
+        self.tokens = tokens
+
+    async def verify_token(self, token: str) -> Any:
+        """The SDK's ``AccessToken`` for a member's token, None (401) for any other."""
+        from mcp.server.auth.provider import AccessToken
+
+        name = self.tokens.member(token)
+        if name is None:
+            log.info("refused a request with an unknown token")
+            return None
+        log.debug("request from member %s", name)
+        return AccessToken(token=token, client_id=name, scopes=[])
+
+
+def allowed_hosts(listen: Listen, extra: list[str]) -> list[str]:
+    """``Host`` values a request may carry: loopback names, the bound address, this machine's
+    names, and what the person named; each with any port."""
+    names = {"127.0.0.1", "localhost", "[::1]", listen.url_host, *extra}
+    if not listen.loopback:
+        for name in (socket.gethostname(), socket.getfqdn()):
+            if name:
+                names.add(name)
+    return sorted(f"{n}:*" for n in names)
+
+
+def bind(listen: Listen) -> socket.socket:
+    """The listening socket, bound now so a port in use is a message, not a traceback."""
+    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((listen.host, listen.port))
+    except OSError as exc:
+        sock.close()
+        why = "the port is in use" if exc.errno in (98, 48) else exc.strerror or str(exc)
+        raise HttpSetupError(f"--http {listen.host}:{listen.port}: cannot listen ({why})") \
+            from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(server: object, listen: Listen, sock: socket.socket, token_file: str | None,
+          extra_hosts: list[str]) -> None:
+    """Serve ``server`` (a ``NotesServer``) on ``sock`` (from :func:`bind`) over streamable
+    HTTP until SIGINT/SIGTERM."""
+    import anyio
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    port = sock.getsockname()[1]
+    url = f"http://{listen.url_host}:{port}/mcp"
+    hosts = allowed_hosts(listen, extra_hosts)
+    origins = [f"http://{h}" for h in hosts] + [f"https://{h}" for h in hosts]
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                         allowed_hosts=hosts, allowed_origins=origins)
+    app = server.streamable_http_app(  # type: ignore[attr-defined]
+        stateless_http=True, json_response=True, transport_security=security, host=listen.host)
+    who = "members of " + token_file if token_file else \
+        "anyone on this machine, without a token (--token-file FILE for a team)"
+    print(f"mdsearch mcp: serving {url} to {who}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=3)
+    anyio.run(uvicorn.Server(config).serve, [sock])

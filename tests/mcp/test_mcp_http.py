@@ -1,0 +1,246 @@
+"""``mdsearch mcp --http``: a real server process on a free loopback port, driven by the MCP SDK's
+own streamable HTTP client (Python) and by the TypeScript SDK's ``StreamableHTTPClientTransport``.
+
+One server serves the module (the model loads once); the token file is edited by the tests, as a
+team would edit it, and restored after each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp_harness import EXAMPLE_VAULT, PYTHON, READY_TIMEOUT, server_command, wait_until
+
+pytestmark = pytest.mark.slow
+
+ALICE = "alice-" + "a" * 24
+BOB = "bob-" + "b" * 24
+QUERY = "what do we do when more than 5% of requests fail"
+NODE_CLIENT = Path(__file__).resolve().parent / "node"
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+
+class HttpServer:
+    """A running ``mdsearch mcp --http 127.0.0.1:0`` and the URL it printed."""
+
+    def __init__(self, vault: Path, tokens: Path, cache: Path) -> None:
+        self.vault, self.tokens, self.cache = vault, tokens, cache
+        self.env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache)}
+        self.proc = subprocess.Popen(
+            server_command([vault], "--http", "127.0.0.1:0", "--token-file", str(tokens)),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True, env=self.env)
+        self.stderr: list[str] = []
+        self._url = threading.Event()
+        self.url = ""
+        threading.Thread(target=self._read, daemon=True).start()
+        assert self._url.wait(120), "no 'serving' line: " + "".join(self.stderr)
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+            if "serving http://" in line and not self.url:
+                self.url = line.split("serving ", 1)[1].split()[0]
+                self._url.set()
+
+    def post(self, body: dict[str, Any], token: str | None, **headers: str) -> httpx2.Response:
+        auth = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx2.post(self.url, json=body, headers={**ACCEPT, **auth, **headers},
+                           timeout=60)
+
+    def call(self, token: str, name: str, arguments: dict[str, Any]) -> Any:
+        return asyncio.run(sdk_call(self.url, token, name, arguments))
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+async def sdk_call(url: str, token: str, name: str, arguments: dict[str, Any]) -> Any:
+    """One tool call through the Python SDK's streamable HTTP client, as an assistant makes it."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=120) as http, \
+            streamable_http_client(url, http_client=http) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        return await session.call_tool(name, arguments)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    tmp = tmp_path_factory.mktemp("mcp-http")
+    vault = shutil.copytree(EXAMPLE_VAULT, tmp / "vault")
+    tokens = tmp / "team-tokens"
+    tokens.write_text(f"# the handbook's readers\nalice {ALICE}\nbob {BOB}\n", encoding="utf-8")
+    srv = HttpServer(vault, tokens, tmp / "cache")
+
+    def ready() -> bool:
+        st = srv.call(ALICE, "index_status", {}).structured_content
+        return st["index"]["state"] == "ready" and st["model"]["state"] == "loaded"
+
+    wait_until(ready, READY_TIMEOUT, "the first index over HTTP", interval=0.5)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def team(server: HttpServer) -> Iterator[HttpServer]:
+    original = server.tokens.read_text(encoding="utf-8")
+    yield server
+    server.tokens.write_text(original, encoding="utf-8")
+
+
+def cli_paths(server: HttpServer, k: int) -> list[str]:
+    done = subprocess.run([PYTHON, "-m", "mdsearch_ls", "search", QUERY, "--root",
+                           str(server.vault), "--json", "-k", str(k), "--no-update"],
+                          env=server.env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return [r["path"] for r in json.loads(done.stdout)["results"]]
+
+
+def test_no_token_or_a_wrong_one_gets_401_and_nothing_else(server: HttpServer) -> None:
+    for token in (None, "not-a-member-token-at-all", ALICE[:-1]):
+        res = server.post(LIST_TOOLS, token)
+        assert res.status_code == 401, (token, res.status_code)
+        assert "search_markdown" not in res.text
+    assert server.post(LIST_TOOLS, ALICE).status_code == 200
+
+
+def test_a_foreign_host_or_origin_is_refused(server: HttpServer) -> None:
+    assert server.post(LIST_TOOLS, ALICE, Host="evil.example").status_code == 421
+    res = server.post(LIST_TOOLS, ALICE, Origin="http://evil.example")
+    assert res.status_code == 403
+
+
+def test_a_revoked_member_is_refused_without_a_restart(team: HttpServer) -> None:
+    team.tokens.write_text(f"bob {BOB}\n", encoding="utf-8")  # alice leaves the team
+    assert team.post(LIST_TOOLS, ALICE).status_code == 401
+    assert team.post(LIST_TOOLS, BOB).status_code == 200
+    carol = "carol-" + "c" * 24
+    team.tokens.write_text(f"bob {BOB}\ncarol {carol}\n", encoding="utf-8")
+    assert team.post(LIST_TOOLS, carol).status_code == 200
+
+
+def test_an_unusable_token_file_refuses_everyone(team: HttpServer) -> None:
+    team.tokens.write_text("alice short\n", encoding="utf-8")  # a broken edit: fail closed
+    assert team.post(LIST_TOOLS, ALICE).status_code == 401
+    assert team.post(LIST_TOOLS, BOB).status_code == 401
+
+
+def test_search_over_http_ranks_as_the_cli_does(server: HttpServer) -> None:
+    res = server.call(BOB, "search_markdown", {"query": QUERY, "k": 5})
+    assert not res.is_error
+    paths = [r["path"] for r in res.structured_content["results"]]
+    assert paths == cli_paths(server, 5)
+    assert paths[0] == "operations/Crisis management and escalation.md"
+
+
+def test_sixteen_clients_in_parallel_all_get_the_same_ranking(server: HttpServer) -> None:
+    async def many() -> list[Any]:
+        return await asyncio.gather(*(sdk_call(server.url, ALICE if i % 2 else BOB,
+                                               "search_markdown", {"query": QUERY, "k": 5})
+                                      for i in range(16)))
+
+    results = asyncio.run(many())
+    rankings = {tuple(r["path"] for r in res.structured_content["results"]) for res in results}
+    assert len(rankings) == 1
+    assert list(rankings.pop()) == cli_paths(server, 5)
+
+
+def test_a_remote_client_sees_no_server_path(server: HttpServer) -> None:
+    res = server.call(ALICE, "index_status", {})
+    shown = json.dumps(res.structured_content) + res.content[0].text
+    assert str(server.vault) not in shown and str(server.cache) not in shown
+    assert res.structured_content["folders"][0]["name"] == "vault"
+
+
+def test_tokens_never_reach_the_log(server: HttpServer) -> None:
+    server.post(LIST_TOOLS, "guess-" + "g" * 24)
+    server.call(ALICE, "index_status", {})
+    log = "".join(server.stderr)
+    assert ALICE not in log and BOB not in log and "guess-" not in log
+
+
+@pytest.mark.skipif(not (shutil.which("node") and shutil.which("npm")),
+                    reason="node and npm are needed for the TypeScript SDK client")
+def test_the_typescript_sdk_over_http(server: HttpServer, tmp_path: Path) -> None:
+    client = tmp_path / "client"
+    client.mkdir()
+    for name in ("package.json", "package-lock.json", "client.mjs"):
+        shutil.copy(NODE_CLIENT / name, client / name)
+    subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=client,
+                   check=True, timeout=600)
+
+    def node(token: str | None) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k != "MDSEARCH_TOKEN"}
+        if token:
+            env["MDSEARCH_TOKEN"] = token
+        return subprocess.run(["node", "client.mjs", server.url, QUERY], cwd=client, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    done = node(BOB)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["server"]["name"] == "mdsearch" and out["isError"] is False
+    assert [r["path"] for r in out["structured"]["results"]] == cli_paths(server, 3)
+    refused = node("wrong-" + "w" * 24)
+    assert refused.returncode != 0 and "401" in refused.stderr
+
+
+# ---- refusals at start: a clear message, exit 2, nothing listening ---------------------------
+
+
+def _start(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(tmp_path / "cache")}
+    return subprocess.run(server_command([EXAMPLE_VAULT], *args), env=env, capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+def test_a_network_address_without_a_token_file_is_refused(tmp_path: Path) -> None:
+    done = _start(tmp_path, "--http", "0.0.0.0:0")
+    assert done.returncode == 2 and "needs --token-file" in done.stderr
+    assert not (tmp_path / "cache").exists(), "nothing written"
+
+
+@pytest.mark.parametrize("content, why", [
+    (None, "no such file"), ("", "no members"), ("# only a comment\n", "no members"),
+    ("alice short\n", "shorter than 16"), ("alice\n", "two words"),
+    (f"alice {ALICE}\nbob {ALICE}\n", "same token"),
+])
+def test_a_bad_token_file_is_refused_at_start(tmp_path: Path, content: str | None,
+                                              why: str) -> None:
+    tokens = tmp_path / "tokens"
+    if content is not None:
+        tokens.write_text(content, encoding="utf-8")
+    done = _start(tmp_path, "--http", "127.0.0.1:0", "--token-file", str(tokens))
+    assert done.returncode == 2 and why in done.stderr, done.stderr
+    assert ALICE not in done.stderr
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_port_in_use_is_refused_at_start(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        done = _start(tmp_path, "--http", f"127.0.0.1:{port}")
+    assert done.returncode == 2 and "in use" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
