@@ -21,7 +21,6 @@ here imports the engine at module level: ``mdsearch --help`` and the MCP server'
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -90,7 +89,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configure_logging(level_from_flags(args.verbose, args.quiet),
                       prog="mdsearch-mcp" if args.command == "mcp" else "mdsearch")
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     if args.command == "mcp":  # before the engine import below: initialize must not wait on it
         try:
             return cmd_mcp(args)

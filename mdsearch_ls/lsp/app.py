@@ -45,7 +45,6 @@ def run_stdio() -> int:
     """Serve over stdio. Stray prints from libraries must never reach the protocol stream, so
     the real stdout is kept for LSP only and fd 1 is pointed at stderr."""
     configure_logging(logging.INFO, prog="mdsearch-ls")
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr

@@ -177,7 +177,6 @@ def run(roots: Sequence[str], settings: Settings, *, http: str | None = None,
     except (ValueError, web.HttpSetupError) as exc:
         print(f"mdsearch mcp: error: {exc}", file=sys.stderr)
         return 2
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     library = Library(folders, settings, remote=listen is not None)
     server = NotesServer(library, token_verifier=verifier)
     try:

@@ -96,9 +96,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
         st = srv.call(ALICE, "index_status", {}).structured_content
         return st["index"]["state"] == "ready" and st["model"]["state"] == "loaded"
 
-    wait_until(ready, READY_TIMEOUT, "the first index over HTTP", interval=0.5)
-    yield srv
-    srv.stop()
+    try:
+        wait_until(ready, READY_TIMEOUT, "the first index over HTTP", interval=0.5)
+        yield srv
+    finally:  # a failed start must not leave a server listening
+        srv.stop()
 
 
 @pytest.fixture

@@ -39,7 +39,6 @@ class StoreError(RuntimeError):
 
 
 def _quiet_chroma() -> None:
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     os.environ.setdefault("CHROMA_TELEMETRY", "False")
     for name in ("chromadb", "chromadb.telemetry", "posthog"):
         logging.getLogger(name).setLevel(logging.ERROR)
