@@ -202,9 +202,12 @@ class MdSearchProtocol(LanguageServerProtocol):
 
     def _receive_notification(self, method: str, message: dict[str, Any]) -> None:
         if method == types.EXIT:
-            # Whatever its params, exit exits: with 0 after shutdown, else 1 (LSP 3.17).
+            # Whatever its params, exit exits: with 0 after shutdown, else 1 (LSP 3.17). At
+            # once: pygls would wait for its thread pool, i.e. for any request still running.
             self.exit_code = 0 if self._shutdown_requested else 1
-            super().handle_message(types.ExitNotification())
+            from mdsearch_ls.lsp.server import _hard_exit
+
+            _hard_exit(self._server, self.exit_code)  # type: ignore[arg-type]
             return
         if self._init_state != "done" or self._shutdown_requested:
             when = "after shutdown" if self._shutdown_requested else "before initialize"

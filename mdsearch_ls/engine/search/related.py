@@ -31,6 +31,36 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.search.searcher import Searcher
 
 
+RELATED_MAX_CHUNKS = 8
+"""At most this many chunks of the section under the cursor are embedded to describe it, the
+ones nearest the cursor. A request on an open document must cost what a small section costs:
+a long section of a huge buffer (one heading, hundreds of windows) embedded whole took minutes,
+and eight windows around the cursor say what that part of it is about."""
+
+
+def over_limit(text: str, max_file_bytes: int) -> bool:
+    """Whether a buffer is larger than the notes indexing reads (``max_file_bytes`` in UTF-8):
+    such a document gets no writing help, as indexing skips it, instead of unbounded work."""
+    if len(text) > max_file_bytes:  # a character is at least one byte: no encode needed
+        return True
+    if len(text) * 4 <= max_file_bytes:  # at most four bytes each: cannot be over
+        return False
+    return len(text.encode("utf-8", "surrogatepass")) > max_file_bytes
+
+
+def _nearest(chunks: list[chunking.Chunk], line: int, n: int) -> list[chunking.Chunk]:
+    """The ``n`` chunks nearest ``line`` (one holding it first), in note order."""
+    if len(chunks) <= n:
+        return chunks
+
+    def distance(c: chunking.Chunk) -> int:
+        return 0 if c.start_line <= line <= c.end_line else min(abs(c.start_line - line),
+                                                                 abs(c.end_line - line))
+
+    keep = sorted(chunks, key=distance)[:n]
+    return sorted(keep, key=lambda c: c.ordinal)
+
+
 @dataclass
 class Related:
     """The section under a cursor and the sections of other notes most like it."""
@@ -58,6 +88,8 @@ def related_sections(
     from mdsearch_ls.engine.notes import chunking  # the parser: not needed by a search
 
     text = request.text
+    if text is not None and over_limit(text, settings.max_file_bytes):
+        return Related(None, [])
     if text is None:
         path = root / rel
         if not path.is_file():
@@ -76,7 +108,8 @@ def related_sections(
     if section is None:
         return Related(None, [])
     index = note.sections.index(section)
-    texts = [c.embed_text for c in note.chunks if c.section == index]
+    own = [c for c in note.chunks if c.section == index]
+    texts = [c.embed_text for c in _nearest(own, request.line, RELATED_MAX_CHUNKS)]
     if not texts:
         return Related(section, [])
     hashes = [sha1(t) for t in texts]
