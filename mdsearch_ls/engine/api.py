@@ -79,6 +79,7 @@ _WHERE: dict[str, str] = {
     "IndexPhase": "mdsearch_ls.engine.states",
     "ModelState": "mdsearch_ls.engine.states",
     "Progress": "mdsearch_ls.engine.states",
+    "lone_surrogate_field": "mdsearch_ls.engine.notes.decoding",
     "match_spans": "mdsearch_ls.engine.search.preview",
     "merge_rankings": "mdsearch_ls.engine.search.merging",
     "outline": "mdsearch_ls.engine.notes.chunking",
@@ -109,6 +110,7 @@ if TYPE_CHECKING:
         has_index,
     )
     from mdsearch_ls.engine.notes.chunking import Heading, outline
+    from mdsearch_ls.engine.notes.decoding import lone_surrogate_field
     from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
     from mdsearch_ls.engine.search.hits import SearchResult
     from mdsearch_ls.engine.search.merging import merge_rankings
@@ -212,6 +214,7 @@ __all__ = [
     "find_index_root",
     "has_index",
     "is_markdown",
+    "lone_surrogate_field",
     "match_spans",
     "merge_rankings",
     "notes_under",

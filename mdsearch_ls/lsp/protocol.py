@@ -51,6 +51,7 @@ from pygls.protocol.json_rpc import (
 )
 from pygls.protocol.language_server import LanguageServerProtocol
 
+from mdsearch_ls.engine.api import lone_surrogate_field
 from mdsearch_ls.lsp.params import (
     NONE_TYPE,
     describe_params_error,
@@ -177,6 +178,11 @@ class MdSearchProtocol(LanguageServerProtocol):
             raise _Rejected(
                 INVALID_REQUEST, f"{method}: the server is shutting down; only 'exit' is accepted"
             )
+        field = lone_surrogate_field(message.get("params"), "params")
+        if field is not None:
+            raise _Rejected(INVALID_PARAMS, f"{method}: {field} holds a lone surrogate (half of "
+                                            f"a UTF-16 pair, such as an emoji cut in two); send "
+                                            f"whole characters")
         if self._is_known(method):
             message_type = self.get_message_type(method)
             if _is_notification_type(message_type):

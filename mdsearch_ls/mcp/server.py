@@ -89,6 +89,15 @@ class NotesServer(MCPServer):
             auth=auth,
         )
 
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio loop behind :func:`wire.checked_stdio`: a line it would drop (not
+        JSON, a lone surrogate) is answered there instead."""
+        from mdsearch_ls.mcp.wire import checked_stdio
+
+        async with checked_stdio() as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                read_stream, write_stream, self._lowlevel_server.create_initialization_options())
+
     # ---- tools ----------------------------------------------------------------------------------
 
     async def list_tools(self) -> list[MCPTool]:

@@ -190,6 +190,12 @@ MALFORMED = [
      ["params.command: missing"]),
     ("command-arguments-number", "workspace/executeCommand",
      {"command": "mdsearch.search", "arguments": 5}, ["params.arguments"]),
+    # Half of an emoji a client cut in two: the tokenizer cannot take it (was -32603).
+    ("symbol-lone-surrogate", "workspace/symbol", {"query": "bread \ud83c"},
+     ["params.query holds a lone surrogate"]),
+    ("command-lone-surrogate", "workspace/executeCommand",
+     {"command": "mdsearch.search", "arguments": [{"query": "\udc00 starter"}]},
+     ["params.arguments[0].query holds a lone surrogate"]),
 ]
 
 

@@ -170,3 +170,37 @@ def test_a_missing_root_is_a_usage_error() -> None:
     assert "--root /nonexistent/notes: no such folder" in proc.stderr
     assert proc.stdout == ""
 
+
+
+def test_every_line_gets_an_answer_lone_surrogates_and_invalid_json(tmp_path: Path) -> None:
+    """The SDK drops a line it cannot parse (never answered, nothing logged, issue 27): a lone
+    surrogate gets -32602 naming the field, invalid JSON -32700, and the server goes on."""
+    vault = shutil.copytree(EXAMPLE_VAULT, tmp_path / "vault")
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(server_command([vault]), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        _raw_initialize(proc)
+        lines = [
+            # json.dumps writes "\ud83c" as the escape a client that cut an emoji sends
+            json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "search_markdown", "arguments": {"query": "late invoices \ud83c"}}}),
+            json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                "name": "read_section", "arguments": {"path": "finance/\udc00.md"}}}),
+            "{this is not json",
+            json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}),
+        ]
+        proc.stdin.write(("\n".join(lines) + "\n").encode())
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(4)]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    by_id = {a.get("id"): a for a in answers}
+    assert by_id[2]["error"]["code"] == -32602
+    assert "params.arguments.query holds a lone surrogate" in by_id[2]["error"]["message"]
+    assert by_id[3]["error"]["code"] == -32602
+    assert "params.arguments.path" in by_id[3]["error"]["message"]
+    assert by_id[None]["error"]["code"] == -32700
+    assert "search_markdown" in json.dumps(by_id[4]["result"])  # still serving

@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DEFAULT_MAX_FILE_BYTES = 2_000_000
 
@@ -115,3 +116,26 @@ def read_source(
     if text.startswith("\ufeff"):  # a second mark: some tools write two
         text = text[1:]
     return ReadResult(text, hashlib.sha256(raw).hexdigest(), warning)
+
+
+def lone_surrogate_field(value: Any, where: str) -> str | None:
+    """The dotted path of the first string (or key) in a decoded JSON value that holds a lone
+    surrogate, else None. A client that cuts an emoji in two sends half of a UTF-16 pair; the
+    tokenizer and SQLite cannot take it, so a protocol refuses it up front, naming the field.
+    A proper pair is one character once decoded: any surrogate left is half of one."""
+    if isinstance(value, str):
+        return where if any("\ud800" <= ch <= "\udfff" for ch in value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{where}.{key}" if where else str(key)
+            if lone_surrogate_field(key, inner):
+                return inner
+            found = lone_surrogate_field(item, inner)
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = lone_surrogate_field(item, f"{where}[{i}]")
+            if found:
+                return found
+    return None
