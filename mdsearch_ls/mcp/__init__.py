@@ -5,6 +5,7 @@ language server; it holds no search logic. Layout:
 
 * :mod:`.server`: the official SDK's ``MCPServer`` over stdio, start-up order and exit;
 * :mod:`.http`: the same server over streamable HTTP, its members' tokens and where it listens;
+* :mod:`.wire`: the stdio lines the SDK would drop without an answer, answered;
 * :mod:`.tools`: the five tools and their arguments (SDK-free); :mod:`.answers` and
   :mod:`.read_section` turn answers into text within a token budget;
 * :mod:`.roots`: the folders served, through the engine's ``Folders`` (protocol-free);
