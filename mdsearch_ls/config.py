@@ -246,6 +246,11 @@ class Settings:
         "for confirmation (the CLI's --yes), as the home folder and / always do: pointing "
         "mdsearch at the wrong folder costs a question, not an hour.",
         client="maxFiles", applies="index", cli=True, scope="resource")
+    allow_any_root: bool = setting(
+        False, _bool, "Let the language and MCP servers index a folder that is /, the home "
+        "folder or holds more than max_files notes (the CLI asks for --yes instead); off, they "
+        "refuse it with a message rather than walk a whole disk.",
+        client="allowAnyRoot", applies="index")
     max_chunks_per_file: int = setting(
         2_000, _int(1, 1_000_000), "Most chunks indexed from one note; a note over it is indexed "
         "up to it with a warning, so one huge note cannot hold back a vault.",

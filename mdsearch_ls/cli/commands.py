@@ -244,7 +244,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from mdsearch_ls.mcp import main as mcp_main
 
-    return mcp_main(args.root or ["."], _settings(args), http=args.http,
+    settings = _settings(args)
+    if args.yes:
+        settings = dataclasses.replace(settings, allow_any_root=True)
+    return mcp_main(args.root or ["."], settings, http=args.http,
                     token_file=args.token_file, allow_hosts=args.allow_host or [])
 
 

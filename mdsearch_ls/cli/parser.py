@@ -241,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token-file", metavar="FILE", default=None,
                    help="members allowed over HTTP, one 'NAME TOKEN' a line; re-read when it "
                         "changes (needed beyond 127.0.0.1)")
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="index a root even when it is /, the home folder or holds more than "
+                        "--max-files notes (refused otherwise)")
     p.add_argument("--allow-host", action="append", metavar="NAME",
                    help="a Host name clients use to reach this server (beside this machine's "
                         "names); repeat for several")

@@ -37,30 +37,18 @@ def _confirm_first_index(args: argparse.Namespace, root: Path, settings: Setting
     """Before the first index of ``root``: a home folder, ``/`` or more than ``max_files`` notes
     needs ``--yes``, and the refusal names the count (an hour of embedding, or a crawl of
     site-packages READMEs, is not what a typo should cost)."""
-    from mdsearch_ls.engine.api import count_notes, has_index
+    from mdsearch_ls.engine.api import broad_root_reason, has_index
 
     if getattr(args, "yes", False) or not root.is_dir() or has_index(root, settings):
         return
-    real = root.expanduser().resolve()
-    special = ("the root of the file system" if real.parent == real
-               else "your home folder" if real == Path.home().resolve() else None)
-    # Counted without reading a note, and bounded: a walk of / or of a home folder must not
-    # take longer than the question it leads to.
-    cap, seconds = 10 * settings.max_files, 5.0 if special else 20.0
-    n, complete = count_notes(real, settings, stop_after=cap, seconds=seconds)
-    if complete and n <= settings.max_files and not special:
+    reason = broad_root_reason(root, settings)
+    if reason is None:
         return
-    if complete:
-        counted = f"{n:,} notes"
-    elif n > cap:
-        counted = f"more than {cap:,} notes"
-    else:
-        counted = f"at least {n:,} notes found in {seconds:.0f} s of counting"
-    if special:
-        raise UsageError(f"{real} is {special} ({counted}); index the folder that holds your "
-                         f"notes, or pass --yes to index it anyway")
-    raise UsageError(f"{real} holds {counted} (--max-files is {settings.max_files:,}); "
-                     f"pass --yes to index it anyway, or --max-files N")
+    if "max_files is" in reason:
+        raise UsageError(f"{reason.replace('max_files', '--max-files')}; pass --yes to index "
+                         f"it anyway, or --max-files N")
+    raise UsageError(f"{reason}; index the folder that holds your notes, or pass --yes to "
+                     f"index it anyway")
 
 
 class _Session:

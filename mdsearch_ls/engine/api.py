@@ -48,6 +48,7 @@ _WHERE: dict[str, str] = {
     "IndexReadOnlyError": "mdsearch_ls.engine.errors",
     "IndexReport": "mdsearch_ls.engine.index.indexer",
     "IndexState": "mdsearch_ls.engine.index.layout",
+    "broad_root_reason": "mdsearch_ls.engine.index.layout",
     "IndexedFolder": "mdsearch_ls.engine.service.folder",
     "MARKDOWN_SUFFIXES": "mdsearch_ls.engine.notes.files",
     "MAX_LIMIT": "mdsearch_ls.engine.search.requests",
@@ -104,6 +105,7 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.index.layout import (
         IndexState,
         OpenMode,
+        broad_root_reason,
         count_notes,
         default_index_dir,
         find_index_root,
@@ -208,6 +210,7 @@ __all__ = [
     "Snippet",
     "Workspace",
     "WritingAids",
+    "broad_root_reason",
     "count_notes",
     "create_embedder",
     "default_index_dir",

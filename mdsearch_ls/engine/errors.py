@@ -34,6 +34,11 @@ class IndexLockedError(MdsearchError):
         return f" (process {self.holder})" if self.holder else ""
 
 
+class BroadRootError(MdsearchError):
+    """A server was pointed at /, the home folder or a folder of more notes than ``max_files``
+    and no setting allows it: refused before any walk or write."""
+
+
 class IndexReadOnlyError(MdsearchError):
     """A write was asked of a workspace opened read-only (another process is its writer)."""
 
@@ -47,6 +52,7 @@ class IndexOpenError(MdsearchError):
 
 
 __all__ = [
+    "BroadRootError",
     "IndexLockedError",
     "IndexOpenError",
     "IndexReadOnlyError",

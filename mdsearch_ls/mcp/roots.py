@@ -427,6 +427,21 @@ class Library:
 
     # ---- changes on disk (the watcher) ---------------------------------------------------------
 
+    def folder_errors(self) -> list[str]:
+        """Why each folder that failed cannot be searched, for a person to act on."""
+        return [f"{f.name}: {self.scrub(f.last_error)}" for f in self.folders
+                if f.state == "error" and f.ws is None and f.last_error]
+
+    def watched_roots(self) -> list[Path]:
+        """The roots worth watching: not those whose first open was refused (``/`` or a home
+        folder, unless allowed): a recursive watch of a whole disk is the cost refused."""
+        out = []
+        for folder in self.folders:
+            folder.wait_open(30)
+            if not (folder.state == "error" and folder.ws is None):
+                out.append(folder.root)
+        return out
+
     def changed(self, events: Iterable[tuple[Path, bool]]) -> None:
         """Watcher events (path, still exists): the engine's one rule queues each to its
         folder's writer (the disk decides update or delete, not the event's kind)."""

@@ -149,6 +149,10 @@ def search_markdown(
     found, notes, used = lib.search(query, limit=limit, mode=mode, filters=filters,
                                     default_limit=SEARCH_LIMIT)
     index = lib.index_state()
+    if index["state"] == "error" and not found and lib.folder_errors():
+        # Nothing can be searched and a person must act (a refused /, a broken index): an
+        # error the assistant shows, not an empty list it might read as "no match".
+        raise ToolInputError("cannot search: " + "; ".join(lib.folder_errors()))
     state = state_note(index, len(found))
     if state:
         notes.append(state)

@@ -55,8 +55,10 @@ class Watcher:
             log.warning("watchfiles is not installed: notes changed on disk are indexed only "
                         "by update_files or at the next start")
             return
-        roots = [str(r) for r in self.library.roots]
-        bases = list(self.library.roots)
+        bases = self.library.watched_roots()
+        roots = [str(r) for r in bases]
+        if not roots:
+            return
         for polling in (False, True):
             try:
                 self.alive = True

@@ -204,3 +204,51 @@ def test_every_line_gets_an_answer_lone_surrogates_and_invalid_json(tmp_path: Pa
     assert "params.arguments.path" in by_id[3]["error"]["message"]
     assert by_id[None]["error"]["code"] == -32700
     assert "search_markdown" in json.dumps(by_id[4]["result"])  # still serving
+
+
+def _status_and_search(proc: subprocess.Popen) -> tuple[dict, dict]:
+    assert proc.stdin is not None and proc.stdout is not None
+    for n in range(2, 400):
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                      "params": {"name": "index_status", "arguments": {}}})
+                          + "\n").encode())
+        proc.stdin.flush()
+        status = json.loads(proc.stdout.readline())["result"]
+        folders = status["structuredContent"]["folders"]
+        if folders and folders[0]["state"] in ("error", "ready"):
+            break
+        time.sleep(0.1)
+    proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 999, "method": "tools/call", "params": {
+        "name": "search_markdown", "arguments": {"query": "late invoices"}}}) + "\n").encode())
+    proc.stdin.flush()
+    return status, json.loads(proc.stdout.readline())["result"]
+
+
+@pytest.mark.parametrize("allowed", [False, True], ids=["refused", "with-yes"])
+def test_the_home_folder_is_refused_unless_allowed(tmp_path: Path, allowed: bool) -> None:
+    """As the CLI asks for --yes at / and the home folder, the server refuses them (issue 27):
+    an error in index_status, a tool error naming the reason, nothing indexed or watched."""
+    home = tmp_path / "home"
+    shutil.copytree(EXAMPLE_VAULT, home / "notes")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "HOME": str(home)}
+    proc = subprocess.Popen(server_command([home], *(["--yes"] if allowed else [])),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    try:
+        _raw_initialize(proc)
+        status, search = _status_and_search(proc)
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    folder = status["structuredContent"]["folders"][0]
+    if allowed:
+        assert folder["state"] == "ready" and folder["files"] > 0
+        assert not search.get("isError") and search["structuredContent"]["results"]
+        return
+    assert folder["state"] == "error" and "is your home folder" in folder["last_error"]
+    assert "allow_any_root" in folder["last_error"]
+    assert not status["structuredContent"]["watching"]
+    assert search["isError"] and "is your home folder" in search["content"][0]["text"]
+    assert not (cache / "indexes").exists() or not any((cache / "indexes").iterdir())

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import space_model_name
-from mdsearch_ls.engine.errors import IndexLockedError
+from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError
 from mdsearch_ls.engine.index.manifest import SCHEMA_VERSION
 from mdsearch_ls.engine.notes import files as sources
 
@@ -86,6 +86,38 @@ def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None 
     idx = Path(chosen).expanduser().resolve() if chosen else default_index_dir(root)
     return sources.count_notes(root, include=settings.include, exclude=settings.exclude,
                                index_dir=idx, stop_after=stop_after, seconds=seconds)
+
+
+def broad_root_reason(root: Path | str, settings: Settings) -> str | None:
+    """Why a first index of ``root`` needs a person's yes, or None: ``/``, the home folder, or
+    more than ``max_files`` notes. One rule for every front end (the CLI asks for ``--yes``, the
+    servers refuse unless ``allow_any_root``): a server started on ``/`` once began walking
+    346,929 files with an ETA of 4.4 days. Counted without reading a note, and bounded, so the
+    question never costs longer than it saves."""
+    real = Path(root).expanduser().resolve()
+    special = ("the root of the file system" if real.parent == real
+               else "your home folder" if real == Path.home().resolve() else None)
+    cap, seconds = 10 * settings.max_files, 5.0 if special else 20.0
+    n, complete = count_notes(real, settings, stop_after=cap, seconds=seconds)
+    if complete and n <= settings.max_files and not special:
+        return None
+    counted = (f"{n:,} notes" if complete else f"more than {cap:,} notes" if n > cap
+               else f"at least {n:,} notes found in {seconds:.0f} s of counting")
+    if special:
+        return f"{real} is {special} ({counted})"
+    return f"{real} holds {counted} (max_files is {settings.max_files:,})"
+
+
+def refuse_broad_root(root: Path, settings: Settings) -> None:
+    """A server's first open of ``root``: :class:`BroadRootError` when :func:`broad_root_reason`
+    says it needs a yes and ``allow_any_root`` does not give one (an index already there was
+    agreed to before)."""
+    if settings.allow_any_root or has_index(root, settings):
+        return
+    reason = broad_root_reason(root, settings)
+    if reason is not None:
+        raise BroadRootError(f"{reason}: not indexed. Open the folder that holds your notes, "
+                             f"or set allow_any_root (allowAnyRoot) to index it anyway")
 
 
 def has_index(root: Path | str, settings: Settings, index_dir: Path | str | None = None) -> bool:

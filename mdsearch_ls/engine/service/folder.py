@@ -29,8 +29,9 @@ from typing import Any
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
-from mdsearch_ls.engine.errors import IndexLockedError, NotIndexedError
+from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError, NotIndexedError
 from mdsearch_ls.engine.index.indexer import CancelFn, IndexReport, ProgressFn
+from mdsearch_ls.engine.index.layout import refuse_broad_root
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.service.reading import read_checked
@@ -107,7 +108,9 @@ class IndexedFolder:
         try:
             return fn(*args)
         except Exception as exc:
-            log.exception("%s: %s failed", self.name, getattr(fn, "__name__", fn))
+            log.log(logging.WARNING if isinstance(exc, BroadRootError) else logging.ERROR,
+                    "%s: %s failed: %s", self.name, getattr(fn, "__name__", fn), exc,
+                    exc_info=not isinstance(exc, BroadRootError))  # a refusal is no bug
             self.last_error = str(exc)
             raise
 
@@ -116,6 +119,7 @@ class IndexedFolder:
         if self.ws is not None:
             return
         try:
+            refuse_broad_root(self.root, self.settings)
             self.ws = Workspace.open(self.root, self.settings, "read-if-locked",
                                      embedder=self.embedder, role="server")
         except NotIndexedError:

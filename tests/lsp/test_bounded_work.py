@@ -1,4 +1,5 @@
-"""Requests on huge open documents are answered within the limits indexing applies (issue 27).
+"""Work bounded as indexing bounds it (issue 27): requests on huge open documents answered within
+the limits indexing applies, and no index of / or a home folder without a yes.
 
 A saved 2.4 MB note (over ``max_file_bytes``, so never indexed) once got no hover answer in 90 s;
 an unsaved 488 KB buffer of one long section took minutes (every window of the section was
@@ -122,3 +123,34 @@ def test_exit_ends_the_process_at_once_with_requests_still_running(server) -> No
     client.notify("exit")
     assert client.wait_exit(30) == 0
     assert time.monotonic() - t0 < 3
+
+
+def test_a_language_server_on_the_home_folder_refuses_to_index_it(tmp_path: Path) -> None:
+    """The CLI asks for --yes at / and the home folder; the server says why it will not index
+    them (issue 27) instead of walking a whole disk, unless allowAnyRoot is set."""
+    home = tmp_path / "home"
+    copy_vault(home / "notes")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "HOME": str(home)}
+    client = StdioClient(SERVER_CMD, env)
+    try:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": home.as_uri(),
+                                      "capabilities": {},
+                                      "workspaceFolders": [{"uri": home.as_uri(),
+                                                            "name": "home"}]})
+        client.notify("initialized", {})
+        deadline = time.monotonic() + 120
+        while True:
+            status = client.request("workspace/executeCommand",
+                                    {"command": "mdsearch.status", "arguments": []})
+            folders = status.get("folders") or []
+            if folders and folders[0]["state"] in ("error", "ready"):
+                break
+            assert time.monotonic() < deadline, status
+            threading.Event().wait(0.2)
+        assert folders[0]["state"] == "error", status
+        shown = [n["message"] for n in client.notifications("window/showMessage")]
+        assert any("is your home folder" in m and "allowAnyRoot" in m for m in shown), shown
+        assert not (cache / "indexes").exists() or not any((cache / "indexes").iterdir())
+    finally:
+        client.stop()
