@@ -24,6 +24,7 @@ from mdsearch_ls.lsp.features import (
     symbols,
     sync,
 )
+from mdsearch_ls.lsp.framing import ResyncingStdin
 from mdsearch_ls.lsp.server import MdSearchServer, _ClientLogHandler, _hard_exit, _watch_parent
 
 FEATURES = (lifecycle, sync, symbols, hover, commands, completion, definition, lenses, actions,
@@ -51,7 +52,7 @@ def run_stdio() -> int:
     server = create_server()
     server.start_parent_watch = _watch_parent
     try:
-        server.start_io(sys.stdin.buffer, proto_out)
+        server.start_io(ResyncingStdin(sys.stdin.buffer), proto_out)  # type: ignore[arg-type]
     finally:
         _hard_exit(server, getattr(server.protocol, "exit_code", 0))
     return 0  # pragma: no cover - _hard_exit does not return

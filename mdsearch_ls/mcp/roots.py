@@ -62,6 +62,11 @@ class FoundHit:
     hit: Any  # mdsearch_ls.engine.api.Hit
 
 
+MAX_PATH_CHARS = 4096
+"""Longer than any path a file system takes (Linux PATH_MAX): such an argument is refused before
+it reaches the OS, whose error would quote it whole."""
+
+
 class Library:
     """The folders a server was started with, as the engine's :class:`Folders` keeps them, seen
     through the paths a caller gives and gets, plus the watcher."""
@@ -180,13 +185,20 @@ class Library:
         self.wait_started()
         if not isinstance(path, str) or not path.strip():
             raise LibraryError("'path' must be the path of a note, as search results show it")
+        if "\x00" in path:  # an OS would cut the path there: refused, never shortened
+            raise LibraryError("'path' holds a NUL character; give the path of a note as "
+                               "search results show it")
+        if len(path) > MAX_PATH_CHARS:
+            raise LibraryError(f"'path' is {len(path):,} characters long, longer than any "
+                               f"note's path can be ({MAX_PATH_CHARS:,})")
         raw = path.strip()
         if raw.startswith("file://"):
             from urllib.parse import unquote, urlparse
 
             raw = unquote(urlparse(raw).path)
-        outside = LibraryError(f"{path} is outside the folders this server reads "
-                               f"({', '.join(str(r) for r in self.roots)})")
+        outside = LibraryError(f"{path} is outside the folders this server reads ("
+                               + ", ".join(self.names[r] if self.remote else str(r)
+                                           for r in self.roots) + ")")
         if os.path.isabs(raw) or raw.startswith("~"):
             found = self.service.locate(Path(raw).expanduser())
             if found is None:

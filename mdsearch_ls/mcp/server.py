@@ -150,7 +150,10 @@ class NotesServer(MCPServer):
             _loc, text = await anyio.to_thread.run_sync(self.library.read, path,
                                                            abandon_on_cancel=True)
         except LibraryError as exc:
-            raise ResourceNotFoundError(str(exc)) from None
+            raise ResourceNotFoundError(tools.cut_echo(self.library.scrub(str(exc)))) from None
+        except OSError as exc:
+            raise ResourceNotFoundError(f"that path cannot be used: "
+                                        f"{exc.strerror or type(exc).__name__}") from None
         return [ReadResourceContents(content=text, mime_type="text/markdown")]
 
 

@@ -26,6 +26,7 @@ from mdsearch_ls.mcp import read_section as sections
 from mdsearch_ls.mcp.answers import (
     Answer,
     ToolInputError,
+    lines_of,
     render_hits,
     state_note,
 )
@@ -204,6 +205,11 @@ def related_sections(
     line1 = _line(line, "line") or 1
     if limit is None:
         limit = RELATED_LIMIT
+    loc, text = lib.read(path)
+    count = len(lines_of(text))
+    if line1 > count:
+        shown_path = lib.display(loc.folder, loc.rel)
+        raise ToolInputError(f"'line' {line1} is past the end of {shown_path} ({count} lines)")
     loc, related = lib.related(path, line1 - 1, limit, RELATED_MIN_SCORE)
     shown = lib.display(loc.folder, loc.rel)
     section = " > ".join(related.section.breadcrumb) if related.section else None
@@ -390,8 +396,22 @@ def call(lib: Library, name: str, arguments: dict[str, Any] | None) -> Answer:
     from mdsearch_ls.engine.api import MdsearchError
 
     spec = SPECS[name]
-    args = normalise(spec, arguments)
     try:
+        args = normalise(spec, arguments)
         return spec.run(lib, **args)
-    except (LibraryError, MdsearchError) as exc:
-        raise ToolInputError(str(exc)) from None
+    except (ToolInputError, LibraryError, MdsearchError) as exc:
+        raise ToolInputError(cut_echo(lib.scrub(str(exc)))) from None
+    except OSError as exc:  # e.g. a name too long: say why, never the server's own path
+        raise ToolInputError(f"that path cannot be used: {exc.strerror or type(exc).__name__}") \
+            from None
+
+
+ECHO_CHARS = 400
+
+
+def cut_echo(text: str) -> str:
+    """An error message at most a few hundred characters long: a message may quote what it was
+    given, and a 5 MB argument must not come back as a 5 MB error (past any token budget)."""
+    if len(text) <= ECHO_CHARS:
+        return text
+    return f"{text[:ECHO_CHARS - 100].rstrip()}… (message cut: {len(text):,} characters)"

@@ -420,3 +420,29 @@ def test_exit_without_shutdown_exits_1(tmp_path: Path) -> None:
         assert srv.wait_exit() == 1
     finally:
         srv.close()
+
+
+@pytest.mark.parametrize("off_by", [7, 40, -9], ids=["too-long-by-7", "too-long-by-40",
+                                                    "too-short-by-9"])
+def test_a_wrong_content_length_costs_no_other_message(server: RawServer, off_by: int) -> None:
+    """One wrong Content-Length once left the next valid request unanswered, nothing logged
+    (issue 27): the next frame is found again, and the mistake is logged."""
+    first = json.dumps({"jsonrpc": "2.0", "id": 501 + off_by, "method": "workspace/symbol",
+                        "params": {"query": "bread"}}).encode()
+    second = json.dumps({"jsonrpc": "2.0", "id": 601 + off_by, "method": "workspace/symbol",
+                         "params": {"query": "starter"}}).encode()
+    server.send_raw(b"Content-Length: %d\r\n\r\n" % (len(first) + off_by) + first
+                    + b"Content-Length: %d\r\n\r\n" % len(second) + second)
+    reply = server.answer(601 + off_by)
+    assert "result" in reply, reply
+
+    def earlier(msg_id: Any) -> dict[str, Any]:  # answered before the second, so already seen
+        return next(m for m in server.seen if isinstance(m, dict) and "method" not in m
+                    and m.get("id") == msg_id)
+
+    if off_by > 0:  # too long: the first message was whole, and is answered too
+        assert "result" in earlier(501 + off_by)
+    else:  # too short: the cut first message is a parse error, answered without an id
+        assert_error(earlier(None), PARSE_ERROR)
+    assert "Content-Length" in server.stderr()
+    assert_still_serves(server)

@@ -252,3 +252,42 @@ def test_the_home_folder_is_refused_unless_allowed(tmp_path: Path, allowed: bool
     assert not status["structuredContent"]["watching"]
     assert search["isError"] and "is your home folder" in search["content"][0]["text"]
     assert not (cache / "indexes").exists() or not any((cache / "indexes").iterdir())
+
+
+def test_bad_arguments_get_short_errors_that_name_no_server_path(tmp_path: Path) -> None:
+    """A 5 MB path once came back as a 5 MB error, a long name as the OS's error quoting the
+    server's absolute path, a NUL was stripped (``Home.md\\0../../etc/passwd`` read
+    ``etc/passwd``) and ``line=10**9`` was accepted (issues 22 and 27)."""
+    vault = shutil.copytree(EXAMPLE_VAULT, tmp_path / "vault")
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(server_command([vault]), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    cases = [
+        ("read_section", {"path": "x" * 5_000_000}, "longer than any note's path"),
+        ("read_section", {"path": "a" * 300 + ".md"}, "File name too long"),
+        ("read_section", {"path": "Home.md\x00../../etc/passwd"}, "NUL character"),
+        ("related_sections", {"path": "Home.md", "line": 10**9}, "past the end of Home.md"),
+        ("search_markdown", {"query": "x", "mode": "z" * 100_000}, "'mode' must be one of"),
+        ("search_markdown", {"query": "x", "bogus" * 10_000: 1}, "unknown argument"),
+        ("update_files", {"paths": ["z" * 1_000_000]}, ""),
+    ]
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        _raw_initialize(proc)
+        answers = []
+        for n, (name, arguments, _) in enumerate(cases, start=10):
+            proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                          "params": {"name": name, "arguments": arguments}})
+                              + "\n").encode())
+            proc.stdin.flush()
+            answers.append(json.loads(proc.stdout.readline()))
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    for (name, _, words), answer in zip(cases, answers, strict=True):
+        result = answer["result"]
+        text = result["content"][0]["text"]
+        assert result["isError"], (name, text[:200])
+        assert len(text) <= 400, (name, len(text))
+        assert words in text, (name, text[:200])
+        assert str(vault) not in text and "/etc/passwd" not in text, (name, text[:200])
