@@ -436,9 +436,12 @@ def test_a_wrong_content_length_costs_no_other_message(server: RawServer, off_by
     reply = server.answer(601 + off_by)
     assert "result" in reply, reply
 
-    def earlier(msg_id: Any) -> dict[str, Any]:  # answered before the second, so already seen
-        return next(m for m in server.seen if isinstance(m, dict) and "method" not in m
-                    and m.get("id") == msg_id)
+    def earlier(msg_id: Any) -> dict[str, Any]:
+        """Its answer, seen on the way to the second's or still to come (handlers run in
+        parallel: answers need not keep the order of requests)."""
+        seen = [m for m in server.seen if isinstance(m, dict) and "method" not in m
+                and m.get("id") == msg_id]
+        return seen[0] if seen else server.answer(msg_id)
 
     if off_by > 0:  # too long: the first message was whole, and is answered too
         assert "result" in earlier(501 + off_by)
