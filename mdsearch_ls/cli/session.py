@@ -70,12 +70,12 @@ class _Session:
         writer lock or Chroma (whose import alone costs seconds), and the index is as fresh as an
         update would have made it.
         """
-        from mdsearch_ls.engine.api import IndexOpenError, Workspace, has_index
+        from mdsearch_ls.engine.api import IndexOpenError, NotIndexedError, Workspace, has_index
 
         if mode == "read-if-locked" and has_index(root, self.settings):
             try:
                 ws = Workspace.open(root, self.settings, "read", embedder=self.embedder)
-            except IndexOpenError:  # damaged: the writer heals it below
+            except (IndexOpenError, NotIndexedError):  # damaged or emptied: the writer heals
                 ws = None
             if ws is not None:
                 if ws.index_state().state == "ready" and ws.pending_changes() == 0:

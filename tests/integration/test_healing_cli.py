@@ -116,3 +116,19 @@ def test_status_reports_damage_and_leaves_it_to_the_writer(cli_index, tmp_path: 
     assert "damaged" in res.stderr and "mdsearch index" in res.stderr
     assert "Traceback" not in res.stderr
     assert sorted(p.name for p in index.iterdir()) == before
+
+
+def test_a_zero_byte_manifest_is_rebuilt_by_the_next_search(cli_index, tmp_path: Path) -> None:
+    """A manifest emptied to 0 bytes (a full disk, a crash while copying) made `search` exit 2
+    with "not indexed yet" (issue 27): the search rebuilds it from the notes and answers."""
+    vault, built, clean = cli_index
+    index = tmp_path / "index"
+    shutil.copytree(built, index)
+    manifests = list(index.glob("*.sqlite3"))
+    assert len(manifests) == 1
+    manifests[0].write_bytes(b"")
+    res = run("search", QUERY, "--root", str(vault), "--index-dir", str(index), "--json",
+              "-k", "1", cache=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["results"][0]["path"] == TOP
+    assert _after(vault, index) == clean
