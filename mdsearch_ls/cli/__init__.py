@@ -21,6 +21,7 @@ here imports the engine at module level: ``mdsearch --help`` and the MCP server'
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from mdsearch_ls.cli.common import (
     EXIT_LOCKED,
     EXIT_OK,
     EXIT_OPEN,
+    EXIT_PIPE,
     EXIT_SIGINT,
     EXIT_SIGTERM,
     EXIT_USAGE,
@@ -48,6 +50,7 @@ __all__ = [
     "EXIT_LOCKED",
     "EXIT_OK",
     "EXIT_OPEN",
+    "EXIT_PIPE",
     "EXIT_SIGINT",
     "EXIT_SIGTERM",
     "EXIT_USAGE",
@@ -103,12 +106,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted; the index stays consistent and the next run continues")
         return EXIT_SIGINT
+    except BrokenPipeError:
+        return _reader_gone()
     except (UsageError, MdsearchError, ModelLoadError, SettingError, OSError,
             ValueError) as exc:
         _err(str(exc))
         return exit_code(exc)
     finally:
         log.debug("%s took %.2fs", args.command, time.perf_counter() - started)
+
+
+def _reader_gone() -> int:
+    """``mdsearch search … | head -3``: the reader has what it wanted and left. Quiet, as
+    ``grep`` is: no message and no traceback, exit 141 (128 + SIGPIPE), and stdout pointed at
+    the null device so the interpreter's final flush cannot fail again."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_PIPE
 
 
 def serve_main() -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 from mdsearch_ls.config import Settings, cli_settings, settings_from_flags
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LOCKED, EXIT_OPEN = 0, 1, 2, 3, 4
-EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+EXIT_SIGINT, EXIT_SIGTERM, EXIT_PIPE = 130, 143, 141
 FORMATS = ("text", "json", "jsonl", "vimgrep", "paths")
 
 log = logging.getLogger("mdsearch")

@@ -199,6 +199,10 @@ def run(roots: Sequence[str], settings: Settings, *, http: str | None = None,
             web.serve(server, listen, sock, token_file, list(allow_hosts))
     except KeyboardInterrupt:
         pass
+    except BaseException as exc:
+        if not _client_gone(exc):
+            raise
+        log.info("mdsearch mcp: the client closed its end of the pipe")  # no traceback
     finally:
         clean = library.close()
         log.info("mdsearch mcp: %s, exiting%s", "stopped" if listen else "stdin closed",
@@ -207,3 +211,13 @@ def run(roots: Sequence[str], settings: Settings, *, http: str | None = None,
     # Writer threads are not daemons and a library thread may still run (the model load):
     # exit now rather than wait for them; the locks are released and nothing is mid-write.
     os._exit(0)
+
+
+def _client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` only says the client went away mid-answer (killed, or closed stdout):
+    an ordinary end, not a crash worth 60 lines of traceback."""
+    group = getattr(exc, "exceptions", None)  # an ExceptionGroup from the SDK's task group
+    if isinstance(group, tuple) and group:
+        return all(_client_gone(e) for e in group)
+    return isinstance(exc, BrokenPipeError | ConnectionResetError | anyio.ClosedResourceError
+                      | anyio.BrokenResourceError)

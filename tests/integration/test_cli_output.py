@@ -396,3 +396,22 @@ def test_json_says_when_the_index_is_still_being_built(
     assert out["index"] == {"state": "building", "files_done": 1, "files_total": 3}
     assert "still being built (1 of 3 notes so far)" in res.stderr
     assert out["results"][0]["path"] == "a.md"
+
+
+def test_a_reader_that_leaves_early_ends_the_search_quietly(indexed_vault, tmp_path) -> None:
+    """``mdsearch search … | head -1`` printed "error: [Errno 32] Broken pipe" and exited 1
+    (issue 27): quiet, exit 141 as grep's SIGPIPE. A batch of queries writes far more than a
+    pipe holds, so the writes after the reader left must fail."""
+    queries = tmp_path / "queries.txt"
+    queries.write_text("\n".join(f"late invoices {i}" for i in range(80)) + "\n")
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(indexed_vault.cache), "COLUMNS": "100"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mdsearch_ls", "search", "--queries", str(queries), "--root",
+         str(indexed_vault.vault), "-k", "50", "--format", "jsonl"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()  # the first hit, then the reader goes
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141, err
+    assert "Broken pipe" not in err and "Traceback" not in err, err

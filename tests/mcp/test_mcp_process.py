@@ -291,3 +291,27 @@ def test_bad_arguments_get_short_errors_that_name_no_server_path(tmp_path: Path)
         assert len(text) <= 400, (name, len(text))
         assert words in text, (name, text[:200])
         assert str(vault) not in text and "/etc/passwd" not in text, (name, text[:200])
+
+
+def test_a_client_gone_mid_answer_leaves_no_traceback(tmp_path: Path) -> None:
+    """A client killed while its answer is written once left a 60-line BrokenPipe traceback
+    (issue 27): the server ends quietly, exit 0."""
+    vault = shutil.copytree(EXAMPLE_VAULT, tmp_path / "vault")
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(tmp_path / "cache")}
+    with open(tmp_path / "server.log", "wb") as log:
+        proc = subprocess.Popen(server_command([vault]), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=log, env=env)
+        assert proc.stdin is not None and proc.stdout is not None
+        _raw_initialize(proc)
+        proc.stdout.close()  # nobody reads what comes next
+        request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_markdown", "arguments": {"query": "late invoices"}}}
+        try:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        code = proc.wait(timeout=120)  # the failed write ends the server loop
+    text = (tmp_path / "server.log").read_text(errors="replace")
+    assert code == 0, text
+    assert "Traceback" not in text and "BrokenPipeError" not in text, text
