@@ -35,6 +35,9 @@ def make_odd_vault(root: Path) -> Path:
         b"\xff\xfe" + ("# Kündigung der Wohnung\n\nThe rental contract for the flat ends with "
                        "three months' notice, given in writing to the landlord.\n"
                        ).encode("utf-16-le"))
+    (root / "windows" / "Lease.md").write_bytes(  # UTF-16 saved without a mark
+        ("# Lease renewal\n\nThe landlord offered to renew the lease for two more years at "
+         "the same rent.\n").encode("utf-16-le"))
     rng = random.Random(11)
     (root / "attachments").mkdir()
     (root / "attachments" / "scan.md").write_bytes(
@@ -52,7 +55,7 @@ def test_odd_notes_with_the_real_model(tmp_path: Path, real_embedder) -> None:
                         index_dir=tmp_path / "idx") as ws:
         report = ws.index()
         assert set(ws.manifest.files()) == {"garden.md", "bikes.md", "windows/Kündigung.md",
-                                            "changelog.md"}
+                                            "windows/Lease.md", "changelog.md"}
         assert len(ws.manifest.chunks_for("changelog.md")) == 40
         capped = [w for w in report.warnings if "changelog.md" in w]
         assert len(capped) == 1 and f"{HEADINGS + 1:,} chunks" in capped[0]
@@ -62,6 +65,8 @@ def test_odd_notes_with_the_real_model(tmp_path: Path, real_embedder) -> None:
         assert hits[0].path == "windows/Kündigung.md"
         assert hits[0].title == "Kündigung der Wohnung"
         assert ws.hits("fix a flat tyre", 1, mode="semantic")[0].path == "bikes.md"
+        assert ws.hits("extend my rental agreement", 1,
+                       mode="semantic")[0].path == "windows/Lease.md"
         assert ws.index().warnings == []
 
 
@@ -82,3 +87,6 @@ def test_the_cli_warns_once_per_change(tmp_path: Path) -> None:
     assert second.returncode == 0, second.stderr
     assert "scan.md" not in second.stderr and "warning" not in second.stderr
     assert json.loads(second.stdout)["results"][0]["path"] == "windows/Kündigung.md"
+    third = run("search", "extend my rental agreement", "--root", str(vault), "--json", "-k", "1")
+    assert third.returncode == 0, third.stderr
+    assert json.loads(third.stdout)["results"][0]["path"] == "windows/Lease.md"  # no mark

@@ -54,9 +54,21 @@ def test_utf16_with_a_broken_tail_keeps_the_text_and_warns(tmp_path: Path) -> No
     assert res.warning is not None and "n.md" in res.warning and "UTF-16-LE" in res.warning
 
 
-def test_utf16_without_a_mark_is_still_binary(tmp_path: Path) -> None:
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_mark_is_read_as_text(tmp_path: Path, codec: str) -> None:
+    """Some Windows tools save UTF-16 without a byte-order mark: NULs at every other byte and a
+    clean decode say what it is (it was called binary, issue 27)."""
     path = tmp_path / "n.md"
-    path.write_bytes(NOTE.encode("utf-16-le"))
+    path.write_bytes(NOTE.encode(codec))
+    res = read_source(path, "n.md")
+    assert res.text == NOTE and res.warning is None
+
+
+def test_nul_bytes_that_are_not_utf16_are_still_binary(tmp_path: Path) -> None:
+    path = tmp_path / "n.md"
+    path.write_bytes(bytes(range(256)) * 8)  # NULs, but not at every other byte
+    assert read_source(path, "n.md").text is None
+    path.write_bytes("# Notes\n\n".encode("utf-16-le") + b"\x00\xd8" * 50)  # lone surrogates
     res = read_source(path, "n.md")
     assert res.text is None and "NUL" in (res.warning or "")
 

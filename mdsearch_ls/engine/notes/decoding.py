@@ -63,6 +63,28 @@ def _encoding(raw: bytes) -> tuple[str | None, int]:
     return None, 0
 
 
+def _utf16_without_bom(raw: bytes) -> str | None:
+    """``utf-16-le``/``utf-16-be`` when NULs sit at every other byte, as UTF-16 text of Latin
+    script saves without a mark (some Windows tools do), that decodes cleanly; else None, and
+    a NUL byte keeps meaning a binary file."""
+    sample = raw[:4096]
+    half = len(sample) // 2
+    if half < 2 or len(raw) % 2:
+        return None
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    if odd >= 0.4 * half and even <= 0.02 * half:
+        codec = "utf-16-le"
+    elif even >= 0.4 * half and odd <= 0.02 * half:
+        codec = "utf-16-be"
+    else:
+        return None
+    try:
+        text = raw.decode(codec)
+    except UnicodeDecodeError:
+        return None
+    return None if "\x00" in text or looks_binary(text) else codec
+
+
 def looks_binary(text: str) -> bool:
     """Whether decoded text is mostly replacement or control characters (a binary file)."""
     if not text:
@@ -79,7 +101,8 @@ def read_source(
     One unreadable file must not stop indexing the rest of a vault, so the caller
     only has to log ``warning`` and move on. A byte-order mark decides the encoding
     (UTF-8, UTF-16 or UTF-32, as Windows editors save them); without one the note is
-    UTF-8, and a NUL byte means the file is binary whatever its name says. Invalid
+    UTF-8, or UTF-16 when NULs sit at every other byte and it decodes cleanly; any other NUL
+    byte means the file is binary whatever its name says. Invalid
     bytes are decoded as U+FFFD so the rest of a note stays searchable, unless the
     result is mostly such characters or control characters: then it is binary too.
     """
@@ -96,7 +119,9 @@ def read_source(
         return ReadResult(None, "", _oversize_warning(rel, len(raw), max_file_bytes))
     codec, skip = _encoding(raw)
     if codec is None and b"\x00" in raw:
-        return ReadResult(None, "", f"skipped {rel}: contains NUL bytes (binary file?)")
+        codec = _utf16_without_bom(raw)
+        if codec is None:
+            return ReadResult(None, "", f"skipped {rel}: contains NUL bytes (binary file?)")
     body = raw[skip:]
     name = "UTF-8" if codec is None else codec.upper()
     warning = None
