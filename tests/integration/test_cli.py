@@ -209,3 +209,21 @@ def test_search_reads_an_index_another_process_writes(
         assert holder.manifest.generation == generation  # the reader wrote nothing
     finally:
         holder.close()
+
+
+def test_a_chinese_note_is_found_by_a_two_character_word(tmp_path: Path) -> None:
+    """Issue 24: 密钥 sits inside the run 如何管理密钥和密码管理器; keyword mode missed it (FTS5
+    kept the run as one token). The real CLI and model, keyword and hybrid mode."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "安全.md").write_text("# 密码安全\n\n如何管理密钥和密码管理器，保护你的账户。\n",
+                                  encoding="utf-8")
+    (vault / "garden.md").write_text("# Garden\n\nTomatoes need full sun and deep watering.\n",
+                                     encoding="utf-8")
+    for mode in ("keyword", "hybrid"):
+        res = run_cli("search", "密钥", "--root", str(vault), "--mode", mode, "--json", "-k", "1",
+                      cache=tmp_path)
+        assert res.returncode == 0, res.stderr
+        top = json.loads(res.stdout)["results"][0]
+        assert top["path"] == "安全.md", (mode, top)
+        assert "密钥" in top["snippet"]

@@ -87,6 +87,7 @@ def test_the_cli_warns_once_per_change(tmp_path: Path) -> None:
     assert second.returncode == 0, second.stderr
     assert "scan.md" not in second.stderr and "warning" not in second.stderr
     assert json.loads(second.stdout)["results"][0]["path"] == "windows/Kündigung.md"
-    third = run("search", "renew the lease for two more years", "--root", str(vault), "--json", "-k", "1")
+    third = run("search", "renew the lease for two more years", "--root", str(vault), "--json",
+                "-k", "1")
     assert third.returncode == 0, third.stderr
     assert json.loads(third.stdout)["results"][0]["path"] == "windows/Lease.md"  # no mark

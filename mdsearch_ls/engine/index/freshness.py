@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 
 def pending_changes(root: Path, settings: Settings, manifest: Manifest,
                     index_dir: Path | None) -> int:
-    """How many notes an update would read or drop (0: the index is up to date)."""
+    """How many notes an update would read or drop (0: the index is up to date). A keyword
+    index of an older format counts as one change: only a write open converts it."""
+    if manifest.keywords_outdated():
+        return 1
     found = sources.scan(
         root,
         include=settings.include,

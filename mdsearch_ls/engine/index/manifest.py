@@ -14,6 +14,7 @@ sections share one vector, and a damaged Chroma collection is rebuilt without to
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -38,6 +39,9 @@ from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-export
 )
 from mdsearch_ls.engine.index.vector_cache import VectorCache
 from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
+from mdsearch_ls.engine.notes import cjk
+
+log = logging.getLogger(__name__)
 
 
 class Manifest(VectorCache):
@@ -94,6 +98,7 @@ class Manifest(VectorCache):
                     "INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
                 )
                 _put_meta(conn, "links", LINKS_VERSION)
+                _put_meta(conn, "keywords", str(cjk.FORMAT))
             self.created = True
             return
         missing = sorted(_REQUIRED_TABLES - tables)
@@ -112,6 +117,31 @@ class Manifest(VectorCache):
                 with conn:
                     conn.execute("UPDATE files SET size = -1, content_hash = ''")
                     _put_meta(conn, "links", LINKS_VERSION)
+            if self.keywords_outdated():
+                self._convert_keywords(conn)
+
+    def keywords_outdated(self) -> bool:
+        """Whether the keyword columns predate :data:`cjk.FORMAT` (a write open converts)."""
+        return self.get_meta("keywords") != str(cjk.FORMAT)
+
+    def _convert_keywords(self, conn: sqlite3.Connection) -> None:
+        """Rewrite the FTS rows holding CJK text in the current format, from the rows
+        themselves: no note is read again and no vector is touched."""
+        rows = conn.execute("SELECT rowid, title, body FROM chunks_fts").fetchall()
+        changed = [(r, cjk.expand(t), cjk.expand(b)) for r, t, b in rows
+                   if cjk.has_cjk(t) or cjk.has_cjk(b)]
+        with conn:
+            for rowid, title, body in changed:
+                conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (rowid,))
+                conn.execute("INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)",
+                             (rowid, title, body))
+            _put_meta(conn, "keywords", str(cjk.FORMAT))
+            # A new generation, so readers in other processes reload (not _bump: the
+            # in-memory generation is read from the file only after this check).
+            gen = int(self.get_meta("generation") or 0) + 1
+            _put_meta(conn, "generation", str(gen))
+        log.info("keyword index converted to format %d (%d rows with CJK text)", cjk.FORMAT,
+                 len(changed))
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -366,7 +396,7 @@ class Manifest(VectorCache):
                     )
                     conn.execute(
                         "INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)",
-                        (cur.lastrowid, kw_title, kw_body),
+                        (cur.lastrowid, cjk.expand(kw_title), cjk.expand(kw_body)),
                     )
             self._bump(conn)
 

@@ -17,6 +17,8 @@ import itertools
 import re
 from collections.abc import Sequence
 
+from mdsearch_ls.engine.notes import cjk
+
 # Words so common in questions that OR-ing them only adds noise to BM25 ("how do I ...").
 STOPWORDS = frozenset(
     [
@@ -52,9 +54,14 @@ def build_match(text: str, phrases: Sequence[str] = (), *, pairs: bool = False) 
     rank "current directory" over the query's one rare word, where in hybrid the dense side
     outweighs that.
     """
+    cjk_terms: list[str] = []
+    if cjk.has_cjk(text):  # each CJK run as the index holds it (see engine/notes/cjk.py)
+        for run in cjk.CJK_RUN.findall(text):
+            cjk_terms.extend(_quote(t) for t in cjk.query_terms(run))
+        text = cjk.CJK_RUN.sub(" ", text)
     words = tokens(text)
     content = [w for w in words if w not in STOPWORDS] or words
-    terms: list[str] = list(dict.fromkeys(_quote(w) for w in content))
+    terms: list[str] = list(dict.fromkeys([*cjk_terms, *(_quote(w) for w in content)]))
     if pairs:
         # An OR-ed phrase only adds to the score of the sections that hold the pair in order
         # (BM25 sums over the matched terms); it never narrows the match. No pair across a
@@ -67,7 +74,7 @@ def build_match(text: str, phrases: Sequence[str] = (), *, pairs: bool = False) 
         parts = tokens(compound)
         if len(parts) > 1:
             terms.append(_quote(" ".join(parts)))
-    required = [_quote(" ".join(tokens(p))) for p in phrases if tokens(p)]
+    required = _required(phrases)
     if not terms and not required:
         return None
     expr = " OR ".join(dict.fromkeys(terms))
@@ -77,7 +84,12 @@ def build_match(text: str, phrases: Sequence[str] = (), *, pairs: bool = False) 
     return expr
 
 
+def _required(phrases: Sequence[str]) -> list[str]:
+    """Each phrase as one FTS5 phrase, its CJK runs as the bigrams the index holds."""
+    return [_quote(" ".join(cjk.phrase_tokens(tokens(p)))) for p in phrases if tokens(p)]
+
+
 def phrase_match(phrases: Sequence[str]) -> str | None:
     """An FTS5 expression that every phrase must match (the candidates for an exact phrase)."""
-    required = [_quote(" ".join(tokens(p))) for p in phrases if tokens(p)]
+    required = _required(phrases)
     return " AND ".join(required) if required else None

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from mdsearch_ls.engine.notes.cjk import CJK_RUN, bigrams, has_cjk
 from mdsearch_ls.engine.search.keyword import STOPWORDS
 
 __all__ = [
@@ -237,6 +238,13 @@ def query_terms(text: str, phrases: Iterable[str] = ()) -> tuple[str, ...]:
         words = _WORD.findall(text)
     seen: dict[str, None] = {}
     for w in words:
+        if has_cjk(w):  # a CJK run marks each of its bigrams, as keyword search matches them
+            for run in CJK_RUN.findall(w):
+                for gram in bigrams(run):
+                    seen.setdefault(gram)
+            w = CJK_RUN.sub("", w)
+            if not w:
+                continue
         seen.setdefault(_stem(w))
     for p in phrases:
         p = _WS.sub(" ", p).strip().lower()
@@ -253,14 +261,14 @@ def match_spans(text: str, terms: Sequence[str]) -> list[tuple[int, int]]:
     """
     if not terms or not text:
         return []
-    stems = {t for t in terms if " " not in t}
+    stems = {t for t in terms if " " not in t and not has_cjk(t)}
     spans: list[tuple[int, int]] = []
     if stems:
         for m in _WORD.finditer(text):
             if _stem(m.group(0)) in stems:
                 spans.append(m.span())
     lowered = text.lower()
-    for phrase in (t for t in terms if " " in t):
+    for phrase in (t for t in terms if " " in t or has_cjk(t)):  # CJK: no word boundaries
         start = lowered.find(phrase)
         while start >= 0:
             spans.append((start, start + len(phrase)))
