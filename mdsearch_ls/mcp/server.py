@@ -47,6 +47,8 @@ from mdsearch_ls.mcp.roots import Library, LibraryError
 log = logging.getLogger(__name__)
 
 NOTE_PREFIX = "mdsearch://note/"
+RESOURCE_PAGE = 200
+"""Notes per ``resources/list`` page."""
 NOTE_TEMPLATE = "mdsearch://note/{+path}"
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
@@ -125,6 +127,25 @@ class NotesServer(MCPServer):
                               structured_content=answer.structured)
 
     # ---- resources ----------------------------------------------------------------------------
+
+    async def _handle_list_resources(self, ctx: Any, params: Any) -> Any:
+        """``resources/list`` in pages of :data:`RESOURCE_PAGE` notes, the cursor an offset
+        (the SDK's own handler returns every note at once: a 50,000-note vault in one answer)."""
+        from mcp.types import ListResourcesResult
+
+        cursor = getattr(params, "cursor", None)
+        try:
+            start = int(cursor) if cursor else 0
+        except ValueError:
+            start = -1
+        if start < 0:
+            raise ValueError(f"invalid cursor {tools.cut_echo(str(cursor))!r}: pass back the "
+                             f"nextCursor of the previous page")
+        notes = await self.list_resources()
+        page = notes[start:start + RESOURCE_PAGE]
+        more = start + RESOURCE_PAGE < len(notes)
+        return ListResourcesResult(resources=page,
+                                   next_cursor=str(start + RESOURCE_PAGE) if more else None)
 
     async def list_resources(self) -> list[MCPResource]:
         notes = await anyio.to_thread.run_sync(self.library.notes, abandon_on_cancel=True)

@@ -240,3 +240,30 @@ def test_merge_keeps_each_folders_order_and_prefers_the_more_similar_head() -> N
     assert [h.hit.path for h in merge([a, b], 2)] == ["b0", "a0"]
     kw = [h.hit.path for h in merge([_hits("a", [None] * 3), _hits("b", [None] * 2)], 10)]
     assert kw == ["a0", "b0", "a1", "b1", "a2"]
+
+
+def test_resources_come_in_pages_that_add_up_to_every_note(lib: Library, monkeypatch) -> None:
+    """``resources/list`` is paged (issue 22): following nextCursor gives every note once."""
+    import asyncio
+
+    from mcp.types import PaginatedRequestParams
+
+    from mdsearch_ls.mcp import server as mcp_server
+
+    monkeypatch.setattr(mcp_server, "RESOURCE_PAGE", 7)
+    notes = mcp_server.NotesServer(lib)
+    everything = asyncio.run(notes.list_resources())
+    seen, cursor, pages = [], None, 0
+    while True:
+        params = PaginatedRequestParams(cursor=cursor)
+        page = asyncio.run(notes._handle_list_resources(None, params))
+        assert len(page.resources) <= 7
+        seen.extend(r.name for r in page.resources)
+        pages += 1
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == [r.name for r in everything] and len(seen) > 7
+    assert pages == -(-len(seen) // 7)
+    with pytest.raises(ValueError, match="invalid cursor"):
+        asyncio.run(notes._handle_list_resources(None, PaginatedRequestParams(cursor="x")))
