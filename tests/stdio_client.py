@@ -141,6 +141,28 @@ class StdioClient:
             raise RuntimeError(f"{method}: {body['error']}")
         return body.get("result")
 
+    def open_folder(self, root: Path, name: str = "vault") -> None:
+        """``initialize`` with ``root`` as the one workspace folder, then ``initialized``."""
+        import os
+
+        self.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
+                                    "capabilities": {},
+                                    "workspaceFolders": [{"uri": root.as_uri(), "name": name}]})
+        self.notify("initialized", {})
+
+    def wait_folders(self, done: tuple[str, ...] = ("ready",), timeout: float = 300) -> Any:
+        """Ask ``mdsearch.status`` until every folder's state is one of ``done`` (the model
+        loads and the first index runs in the background); the last status."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.request("workspace/executeCommand",
+                                  {"command": "mdsearch.status", "arguments": []})
+            folders = status.get("folders") or []
+            if folders and all(f["state"] in done for f in folders):
+                return status
+            assert time.monotonic() < deadline, status
+            threading.Event().wait(0.2)
+
     def notifications(self, method: str) -> list[Any]:
         """The params of the notifications named ``method`` seen so far."""
         return [m.get("params") for m in self.seen

@@ -41,12 +41,12 @@ def _confirm_first_index(args: argparse.Namespace, root: Path, settings: Setting
 
     if getattr(args, "yes", False) or not root.is_dir() or has_index(root, settings):
         return
-    reason = broad_root_reason(root, settings)
-    if reason is None:
+    found = broad_root_reason(root, settings, "--max-files")
+    if found is None:
         return
-    if "max_files is" in reason:
-        raise UsageError(f"{reason.replace('max_files', '--max-files')}; pass --yes to index "
-                         f"it anyway, or --max-files N")
+    reason, special = found
+    if not special:
+        raise UsageError(f"{reason}; pass --yes to index it anyway, or --max-files N")
     raise UsageError(f"{reason}; index the folder that holds your notes, or pass --yes to "
                      f"index it anyway")
 

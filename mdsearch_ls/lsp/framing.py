@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from typing import BinaryIO
 
 log = logging.getLogger(__name__)
@@ -32,19 +31,17 @@ class ResyncingStdin:
 
     def __init__(self, raw: BinaryIO) -> None:
         self._raw = raw
-        self._pending = b""
-        self._lock = threading.Lock()  # pygls reads from executor threads, one at a time
+        self._pending = b""  # pygls awaits each read before the next: one reader at a time
 
     def readline(self) -> bytes:
-        with self._lock:
-            if self._pending:
-                cut = self._pending.find(b"\n")
-                if cut >= 0:
-                    line, self._pending = self._pending[:cut + 1], self._pending[cut + 1:]
-                else:
-                    line, self._pending = self._pending + self._raw.readline(), b""
+        if self._pending:
+            cut = self._pending.find(b"\n")
+            if cut >= 0:
+                line, self._pending = self._pending[:cut + 1], self._pending[cut + 1:]
             else:
-                line = self._raw.readline()
+                line, self._pending = self._pending + self._raw.readline(), b""
+        else:
+            line = self._raw.readline()
         at = line.find(_MARK)
         if at > 0:
             log.warning("dropped %d bytes before a Content-Length header: the message before "
@@ -53,19 +50,18 @@ class ResyncingStdin:
         return line
 
     def read(self, n: int) -> bytes:
-        with self._lock:
-            data, self._pending = self._pending[:n], self._pending[n:]
-            if len(data) < n:
-                data += self._raw.read(n - len(data))
-            if not data or data.rstrip().endswith(b"}"):
-                return data
-            end = _first_value_end(data)
-            if end is None or not data[end:].strip():
-                return data
-            log.warning("a message was %d bytes shorter than its Content-Length said; the rest "
-                        "is read as the next message", len(data) - end)
-            self._pending = data[end:].lstrip(b"\r\n") + self._pending
-            return data[:end]
+        data, self._pending = self._pending[:n], self._pending[n:]
+        if len(data) < n:
+            data += self._raw.read(n - len(data))
+        if not data or data.rstrip().endswith(b"}"):
+            return data
+        end = _first_value_end(data)
+        if end is None or not data[end:].strip():
+            return data
+        log.warning("a message was %d bytes shorter than its Content-Length said; the rest is "
+                    "read as the next message", len(data) - end)
+        self._pending = data[end:].lstrip(b"\r\n") + self._pending
+        return data[:end]
 
 
 def _first_value_end(data: bytes) -> int | None:

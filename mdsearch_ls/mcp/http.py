@@ -223,7 +223,6 @@ def bind(listen: Listen) -> socket.socket:
         raise HttpSetupError(f"--http {listen.host}:{listen.port}: cannot listen ({why})") \
             from None
     sock.listen(128)
-    sock.set_inheritable(True)
     return sock
 
 

@@ -9,8 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -92,20 +90,8 @@ def test_serve_through_a_workspace_symbol_answer_imports_no_torch(
     client = StdioClient([sys.executable, "-X", "importtime", "-m", "mdsearch_ls", "serve"],
                          env, stderr=stderr)
     try:
-        client.request("initialize", {
-            "processId": os.getpid(), "rootUri": vault.as_uri(), "capabilities": {},
-            "workspaceFolders": [{"uri": vault.as_uri(), "name": "vault"}],
-        })
-        client.notify("initialized", {})
-        deadline = time.monotonic() + 180
-        while True:  # indexing runs in the background: ask until it is ready
-            status = client.request("workspace/executeCommand",
-                                    {"command": "mdsearch.status", "arguments": []})
-            folders = status.get("folders") or []
-            if folders and all(f["state"] == "ready" for f in folders):
-                break
-            assert time.monotonic() < deadline, status
-            threading.Event().wait(0.2)
+        client.open_folder(vault)
+        client.wait_folders(timeout=180)  # indexing runs in the background
         symbols = client.request("workspace/symbol", {"query": "roll back a bad release"})
         assert symbols and symbols[0]["location"]["uri"].endswith("eng/Releases.md"), symbols
     finally:

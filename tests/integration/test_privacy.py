@@ -58,20 +58,8 @@ def mdsearch(*args: str, env: dict[str, str], prefix: tuple[str, ...] = ()) -> s
 def serve_until_ready(vault: Path, env: dict[str, str], prefix: tuple[str, ...] = ()) -> None:
     client = StdioClient([*prefix, sys.executable, "-m", "mdsearch_ls", "serve"], env)
     try:
-        client.request("initialize", {"processId": os.getpid(), "rootUri": vault.as_uri(),
-                                      "capabilities": {},
-                                      "workspaceFolders": [{"uri": vault.as_uri(),
-                                                            "name": "vault"}]})
-        client.notify("initialized", {})
-        deadline = time.monotonic() + 300
-        while True:  # the model loads and the index is checked in the background
-            status = client.request("workspace/executeCommand",
-                                    {"command": "mdsearch.status", "arguments": []})
-            folders = status.get("folders") or []
-            if folders and all(f["state"] == "ready" for f in folders):
-                break
-            assert time.monotonic() < deadline, status
-            threading.Event().wait(0.2)
+        client.open_folder(vault)
+        client.wait_folders()
         assert client.request("workspace/symbol", {"query": QUERY})
         client.request("shutdown")
         client.notify("exit")

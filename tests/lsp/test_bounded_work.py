@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import random
-import threading
 import time
 from pathlib import Path
 
@@ -43,19 +42,8 @@ def server(tmp_path: Path):
     vault = copy_vault(tmp_path / "vault")
     env = {**os.environ, "MDSEARCH_CACHE_DIR": str(tmp_path / "cache")}
     client = StdioClient(SERVER_CMD, env)
-    client.request("initialize", {"processId": os.getpid(), "rootUri": vault.as_uri(),
-                                  "capabilities": {},
-                                  "workspaceFolders": [{"uri": vault.as_uri(), "name": "v"}]})
-    client.notify("initialized", {})
-    deadline = time.monotonic() + 300
-    while True:
-        status = client.request("workspace/executeCommand",
-                                {"command": "mdsearch.status", "arguments": []})
-        folders = status.get("folders") or []
-        if folders and all(f["state"] == "ready" for f in folders):
-            break
-        assert time.monotonic() < deadline, status
-        threading.Event().wait(0.2)
+    client.open_folder(vault, "v")
+    client.wait_folders()
     yield client, vault
     client.stop()
 
@@ -134,20 +122,9 @@ def test_a_language_server_on_the_home_folder_refuses_to_index_it(tmp_path: Path
     env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "HOME": str(home)}
     client = StdioClient(SERVER_CMD, env)
     try:
-        client.request("initialize", {"processId": os.getpid(), "rootUri": home.as_uri(),
-                                      "capabilities": {},
-                                      "workspaceFolders": [{"uri": home.as_uri(),
-                                                            "name": "home"}]})
-        client.notify("initialized", {})
-        deadline = time.monotonic() + 120
-        while True:
-            status = client.request("workspace/executeCommand",
-                                    {"command": "mdsearch.status", "arguments": []})
-            folders = status.get("folders") or []
-            if folders and folders[0]["state"] in ("error", "ready"):
-                break
-            assert time.monotonic() < deadline, status
-            threading.Event().wait(0.2)
+        client.open_folder(home, "home")
+        status = client.wait_folders(("error", "ready"), timeout=120)
+        folders = status["folders"]
         assert folders[0]["state"] == "error", status
         shown = [n["message"] for n in client.notifications("window/showMessage")]
         assert any("is your home folder" in m and "allowAnyRoot" in m for m in shown), shown

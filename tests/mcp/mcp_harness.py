@@ -27,6 +27,23 @@ PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() els
 READY_TIMEOUT = 400.0
 
 
+NODE_CLIENT = Path(__file__).resolve().parent / "node"
+
+
+def install_node_client(dest: Path) -> Path:
+    """The TypeScript SDK client (``node/client.mjs``) installed with ``npm ci`` from its
+    committed lockfile into ``dest``; returns the folder to run ``node client.mjs`` in."""
+    import shutil
+    import subprocess
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "package-lock.json", "client.mjs"):
+        shutil.copy(NODE_CLIENT / name, dest / name)
+    subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=dest,
+                   check=True, timeout=600)
+    return dest
+
+
 def server_command(roots: list[Path], *extra: str) -> list[str]:
     args = [PYTHON, "-m", "mdsearch_ls", "mcp"]
     for r in roots:

@@ -22,14 +22,20 @@ import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp_harness import EXAMPLE_VAULT, PYTHON, READY_TIMEOUT, server_command, wait_until
+from mcp_harness import (
+    EXAMPLE_VAULT,
+    PYTHON,
+    READY_TIMEOUT,
+    install_node_client,
+    server_command,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
 ALICE = "alice-" + "a" * 24
 BOB = "bob-" + "b" * 24
 QUERY = "what do we do when more than 5% of requests fail"
-NODE_CLIENT = Path(__file__).resolve().parent / "node"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 
@@ -184,12 +190,7 @@ def test_tokens_never_reach_the_log(server: HttpServer) -> None:
 @pytest.mark.skipif(not (shutil.which("node") and shutil.which("npm")),
                     reason="node and npm are needed for the TypeScript SDK client")
 def test_the_typescript_sdk_over_http(server: HttpServer, tmp_path: Path) -> None:
-    client = tmp_path / "client"
-    client.mkdir()
-    for name in ("package.json", "package-lock.json", "client.mjs"):
-        shutil.copy(NODE_CLIENT / name, client / name)
-    subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=client,
-                   check=True, timeout=600)
+    client = install_node_client(tmp_path / "client")
 
     def node(token: str | None) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k != "MDSEARCH_TOKEN"}

@@ -13,22 +13,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mcp_harness import EXAMPLE_VAULT, server_command
+from mcp_harness import EXAMPLE_VAULT, install_node_client, server_command
 
 pytestmark = pytest.mark.slow
 
-NODE_CLIENT = Path(__file__).resolve().parent / "node"
 
 
 @pytest.mark.skipif(not (shutil.which("node") and shutil.which("npm")),
                     reason="node and npm are needed for the TypeScript SDK client")
 def test_the_typescript_sdk_client_lists_tools_and_searches(tmp_path: Path) -> None:
-    client = tmp_path / "client"
-    client.mkdir()
-    for name in ("package.json", "package-lock.json", "client.mjs"):
-        shutil.copy(NODE_CLIENT / name, client / name)
-    subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=client,
-                   check=True, timeout=600)
+    client = install_node_client(tmp_path / "client")
     vault = shutil.copytree(EXAMPLE_VAULT, tmp_path / "vault")
     env = {**os.environ, "MDSEARCH_CACHE_DIR": str(tmp_path / "cache")}
     done = subprocess.run(

@@ -88,12 +88,15 @@ def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None 
                                index_dir=idx, stop_after=stop_after, seconds=seconds)
 
 
-def broad_root_reason(root: Path | str, settings: Settings) -> str | None:
+def broad_root_reason(root: Path | str, settings: Settings,
+                      max_files_name: str = "max_files") -> tuple[str, bool] | None:
     """Why a first index of ``root`` needs a person's yes, or None: ``/``, the home folder, or
     more than ``max_files`` notes. One rule for every front end (the CLI asks for ``--yes``, the
     servers refuse unless ``allow_any_root``): a server started on ``/`` once began walking
     346,929 files with an ETA of 4.4 days. Counted without reading a note, and bounded, so the
-    question never costs longer than it saves."""
+    question never costs longer than it saves. ``(reason, special)``: ``special`` for ``/`` and
+    the home folder (no count makes them right); ``max_files_name`` is how the caller's user
+    writes that setting."""
     real = Path(root).expanduser().resolve()
     special = ("the root of the file system" if real.parent == real
                else "your home folder" if real == Path.home().resolve() else None)
@@ -104,8 +107,8 @@ def broad_root_reason(root: Path | str, settings: Settings) -> str | None:
     counted = (f"{n:,} notes" if complete else f"more than {cap:,} notes" if n > cap
                else f"at least {n:,} notes found in {seconds:.0f} s of counting")
     if special:
-        return f"{real} is {special} ({counted})"
-    return f"{real} holds {counted} (max_files is {settings.max_files:,})"
+        return f"{real} is {special} ({counted})", True
+    return f"{real} holds {counted} ({max_files_name} is {settings.max_files:,})", False
 
 
 def refuse_broad_root(root: Path, settings: Settings) -> None:
@@ -114,9 +117,9 @@ def refuse_broad_root(root: Path, settings: Settings) -> None:
     agreed to before)."""
     if settings.allow_any_root or has_index(root, settings):
         return
-    reason = broad_root_reason(root, settings)
-    if reason is not None:
-        raise BroadRootError(f"{reason}: not indexed. Open the folder that holds your notes, "
+    found = broad_root_reason(root, settings)
+    if found is not None:
+        raise BroadRootError(f"{found[0]}: not indexed. Open the folder that holds your notes, "
                              f"or set allow_any_root (allowAnyRoot) to index it anyway")
 
 
