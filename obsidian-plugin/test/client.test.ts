@@ -59,7 +59,7 @@ describe('client half against the real server', () => {
     assert.ok(status);
     const folder = status.folders[0];
     assert.ok(folder && folder.files >= 20, `files: ${folder?.files}`);
-    assert.ok(folder.index_dir.startsWith(vault.cache), `index at ${folder.index_dir}`);
+    assert.ok((folder.index_dir ?? '').startsWith(vault.cache), `index at ${folder.index_dir}`);
     const view = renderStatus(supervisor.state, status);
     assert.match(view.text, /^mdsearch: \d[\d,]* sections$/);
     assert.equal(view.text, `mdsearch: ${folder.chunks.toLocaleString('en-US')} sections`);

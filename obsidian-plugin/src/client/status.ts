@@ -44,6 +44,8 @@ function renderServer(s: StatusParams): StatusView {
   const sections = s.folders.reduce((sum, f) => sum + f.chunks, 0);
   const detail = s.folders.map(folderLine).join('\n');
   switch (s.state) {
+    case 'starting':
+      return { text: 'mdsearch: starting', tooltip: s.message ?? 'The server is starting', error: false };
     case 'loading-model':
       return { text: 'mdsearch: loading model', tooltip: s.message ?? 'Loading the embedding model', error: false };
     case 'indexing': {

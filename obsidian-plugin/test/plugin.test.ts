@@ -1,0 +1,305 @@
+// The plugin's wiring (src/main.ts and src/ui/) under the stand-in `obsidian` module, against
+// the real `mdsearch serve` on a copy of the examples vault: commands, the status bar, the
+// search modal, the related view with its writing help, `[[` suggestions, vault events, the
+// settings tab, rebuild and unload. What the stub cannot show (layout, CSS, Obsidian's own
+// handling of a SuggestModal) is the README's manual checklist.
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import MdsearchPlugin from '../src/main';
+import { EXECUTABLE_KEY } from '../src/client/settings';
+import { LinkSuggest } from '../src/ui/link-suggest';
+import { RELATED_VIEW, RelatedView } from '../src/ui/related-view';
+import { SearchModal } from '../src/ui/search-modal';
+import { MdsearchSettingTab } from '../src/ui/settings-tab';
+import { listFiles, mdsearchExecutable, type TempVault, tempVault, until } from './helpers';
+import { App, type FakeEl, Modal, Notice, Setting, TFile } from './stub/obsidian';
+
+const READY_MS = 120_000;
+const MANIFEST = { id: 'mdsearch', name: 'mdsearch', version: '0.1.0' };
+
+function makePlugin(root: string, executable: string, env: NodeJS.ProcessEnv): { app: App; plugin: MdsearchPlugin } {
+  const app = new App(root);
+  app.saveLocalStorage(EXECUTABLE_KEY, executable);
+  // The server inherits the plugin process's environment (as in Obsidian): point its index at
+  // the test's cache folder.
+  Object.assign(process.env, { MDSEARCH_CACHE_DIR: env.MDSEARCH_CACHE_DIR });
+  const plugin = new MdsearchPlugin(app as never, MANIFEST as never);
+  return { app, plugin };
+}
+
+const el = (e: unknown): FakeEl => e as FakeEl;
+
+describe('the plugin in a stand-in Obsidian, on the real server', () => {
+  let vault: TempVault;
+  let app: App;
+  let plugin: MdsearchPlugin;
+  let vaultBefore: string[];
+
+  before(async () => {
+    vault = tempVault();
+    vault.write('inbox/Plan.md', '# Plan\n\nBefore the freeze we read the Code review guidelines again.\n');
+    vaultBefore = listFiles(vault.root);
+    ({ app, plugin } = makePlugin(vault.root, mdsearchExecutable(), vault.env));
+    await plugin.load();
+    assert.equal(plugin.supervisor.state.kind, 'stopped', 'nothing starts before the layout is ready');
+    app.workspace.fireLayoutReady();
+    await until('the index to be ready', READY_MS, () => /^mdsearch: \d[\d,]* sections$/.test(plugin.statusView.text));
+  });
+
+  after(async () => {
+    plugin?.unload();
+    await until('the server to stop', 10_000, () => plugin.supervisor.state.kind === 'stopped');
+    vault?.cleanup();
+  });
+
+  test('commands, ribbon, view, suggest and settings tab are registered', () => {
+    assert.deepEqual([...app.commands.keys()].sort(), ['open-related', 'rebuild-index', 'restart-server', 'search']);
+    assert.equal(app.commands.get('search')?.name, 'Search notes by meaning');
+    assert.ok(app.commands.get('search')?.hotkeys?.length, 'a default hotkey suggestion');
+    assert.ok(app.viewFactories.has(RELATED_VIEW));
+    assert.ok(app.editorSuggests[0] instanceof LinkSuggest);
+    assert.ok(app.settingTabs[0] instanceof MdsearchSettingTab);
+    assert.equal(app.editorExtensions.length, 1, 'the cursor listener');
+    for (const name of ['modify', 'create', 'delete', 'rename']) assert.equal(app.vault.listenerCount(name), 1, name);
+  });
+
+  test('the status bar shows the section count and the server is the executable set on this device', () => {
+    const bar = app.statusBar.find('mdsearch-status');
+    assert.ok(bar);
+    assert.equal(bar.textContent, plugin.statusView.text);
+    const chunks = plugin.serverStatus?.folders[0]?.chunks ?? 0;
+    assert.equal(bar.textContent, `mdsearch: ${chunks.toLocaleString('en-US')} sections`);
+    assert.match(bar.getAttr('aria-label') ?? '', /index at /);
+    assert.ok(!bar.hasClass('mdsearch-error'));
+  });
+
+  test('the search modal: rows in the server\'s order, heading path, note and highlighted snippet', async () => {
+    app.commands.get('search')?.callback?.();
+    const modal = Modal.openModals.at(-1);
+    assert.ok(modal instanceof SearchModal);
+    const query = 'how do we ship a new version to customers';
+    const { items, els } = await modal.type(query);
+    assert.ok(items.length > 0, modal.emptyStateText);
+    const direct = await plugin.client!.search({ query, limit: plugin.settings.maxResults });
+    assert.deepEqual(items.map((r) => [r.hit.path, r.hit.start_line]), direct.map((h) => [h.path, h.start_line]));
+    assert.ok(items.slice(0, 3).some((r) => r.hit.path === 'engineering/Release process.md'));
+    const first = els[0]!;
+    assert.equal(first.find('mdsearch-hit-heading')?.textContent, items[0]!.headingPath);
+    assert.equal(first.find('mdsearch-hit-note')?.textContent.startsWith(items[0]!.note), true);
+    const withMark = els.find((e) => e.findAll('mark').length > 0);
+    assert.ok(withMark, 'a snippet highlights a query word');
+    assert.match(withMark.findAll('mark').map((m) => m.textContent).join(' '), /ship|version|customers|new/i);
+    modal.close();
+    assert.ok(!Modal.openModals.includes(modal));
+  });
+
+  test('typing fast sends one query, and every pending answer is the last query\'s', async () => {
+    const modal = new SearchModal(app as never, plugin);
+    const a = modal.getSuggestions('release');
+    const b = modal.getSuggestions('release capt');
+    const c = modal.getSuggestions('release captain rotation');
+    const [ra, rb, rc] = await Promise.all([a, b, c]);
+    assert.equal(modal.live.sent, 1);
+    assert.deepEqual(ra, rc);
+    assert.deepEqual(rb, rc);
+    assert.ok(rc.length > 0);
+  });
+
+  test('filters typed as in the CLI narrow the modal\'s rows', async () => {
+    const modal = new SearchModal(app as never, plugin);
+    const { items } = await modal.type('path:finance/ money we spend');
+    assert.ok(items.length > 0);
+    assert.ok(items.every((r) => r.hit.path.startsWith('finance/')), items.map((r) => r.hit.path).join(', '));
+  });
+
+  test('choosing a row opens the note at its section; a modifier key opens a new tab', async () => {
+    const modal = new SearchModal(app as never, plugin);
+    const { items } = await modal.type('who decides go or no-go for a release');
+    const row = items[0]!;
+    modal.onChooseSuggestion(row, { ctrlKey: false, metaKey: false } as KeyboardEvent);
+    await until('the note to open', 5000, () => app.workspace.activeLeaf?.opened.at(-1)?.path === row.hit.path);
+    const leaf = app.workspace.activeLeaf!;
+    assert.deepEqual(leaf.opened.at(-1)?.eState, { line: row.hit.start_line });
+    const view = leaf.view as unknown as { editor: { getCursor(): { line: number } } };
+    assert.equal(view.editor.getCursor().line, row.hit.start_line);
+    assert.equal(app.workspace.getLeafCalls.at(-1), false);
+    modal.onChooseSuggestion(row, { ctrlKey: true, metaKey: false } as KeyboardEvent);
+    await until('a new tab', 5000, () => app.workspace.getLeafCalls.at(-1) === 'tab');
+  });
+
+  test('the related view follows the note and the section under the cursor', async () => {
+    const note = await app.workspace.openNote('engineering/Release process.md');
+    await plugin.showRelated();
+    const leaf = app.workspace.getLeavesOfType(RELATED_VIEW)[0];
+    assert.ok(leaf && leaf.view instanceof RelatedView);
+    const view = leaf.view;
+    await view.settled;
+    await until('related hits', 10_000, async () => {
+      await view.settled;
+      return view.model.path === 'engineering/Release process.md' && view.model.hits.length > 0;
+    });
+    assert.ok(view.model.hits.every((h) => h.path !== 'engineering/Release process.md'));
+    const items = el(view.contentEl).findAll('mdsearch-related-item');
+    assert.equal(items.length, view.model.hits.length);
+    assert.match(el(view.contentEl).find('mdsearch-related-title')?.textContent ?? '', /^engineering\/Release process$/, 'the cursor is in the front matter: no heading');
+
+    // The cursor moves into "Database migrations": the view asks about that section.
+    const text = note.editor.getValue();
+    const line = text.split('\n').findIndex((l) => l === '## Database migrations');
+    assert.ok(line > 0);
+    note.editor.setCursor({ line: line + 2, ch: 0 });
+    plugin.cursorMoved();
+    await until('the view to follow the cursor', 10_000, async () => {
+      await view.settled;
+      return view.model.section === line && view.model.heading === 'Database migrations';
+    });
+
+    // A click on a row opens that note at its section.
+    const hit = view.model.hits[0]!;
+    el(view.contentEl).findAll('mdsearch-related-item')[0]!.click();
+    await until('the related note to open', 5000, () => app.workspace.activeLeaf?.opened.at(-1)?.path === hit.path);
+  });
+
+  test('writing help: an unlinked mention is linked in one click, in the editor only', async () => {
+    const rel = 'inbox/Plan.md';
+    const onDisk = vault.read(rel);
+    const note = await app.workspace.openNote(rel);
+    await plugin.showRelated();
+    const view = app.workspace.getLeavesOfType(RELATED_VIEW)[0]!.view as RelatedView;
+    await until('the mention hint', 20_000, async () => {
+      await view.settled;
+      return view.model.path === rel && view.model.mentions.some((m) => m.path === 'engineering/Code review guidelines.md');
+    });
+    const help = el(view.contentEl).findAll('mdsearch-related-help');
+    const row = help.find((h) => /Code review guidelines/.test(h.textContent));
+    assert.ok(row, help.map((h) => h.textContent).join(' | '));
+    const mention = view.model.mentions.find((m) => m.path === 'engineering/Code review guidelines.md')!;
+    assert.equal(await view.applyMention(mention), true);
+    assert.match(note.editor.getValue(), /\[\[Code review guidelines\]\]/);
+    assert.equal(vault.read(rel), onDisk, 'the plugin never writes a note itself');
+  });
+
+  test('[[ suggestions come from the paragraph\'s meaning and replace the typed link', async () => {
+    const rel = 'daily/2024-07-15.md';
+    const note = await app.workspace.openNote(rel);
+    const text = `${note.editor.getValue()}\nWe froze the code for the release on Thursday, see [[`;
+    note.editor.setValue(text);
+    const last = note.editor.lineCount() - 1;
+    note.editor.setCursor({ line: last, ch: note.editor.getLine(last).length });
+    const suggest = app.editorSuggests[0] as LinkSuggest;
+    const items = await suggest.keystroke(note as never);
+    assert.ok(items && items.length > 0);
+    const pick = items.find((i) => i.label.startsWith('Release process'));
+    assert.ok(pick, items.map((i) => i.label).join(', '));
+    assert.ok(items.indexOf(pick) < 5);
+    const rendered = new (await import('./stub/obsidian')).FakeEl();
+    suggest.renderSuggestion(pick, rendered as never);
+    assert.equal(rendered.find('mdsearch-link-label')?.textContent, pick.label);
+    suggest.selectSuggestion(pick);
+    const line = note.editor.getLine(last);
+    assert.match(line, /see \[\[Release process[^\]]*\]\]$/);
+    assert.equal(note.editor.getCursor().ch, line.length);
+    // A closed link does not trigger; nor does anything with the setting off.
+    assert.equal(await suggest.keystroke(note as never), null);
+    note.editor.setValue(`${note.editor.getValue()}\n[[`);
+    note.editor.setCursor({ line: note.editor.lineCount() - 1, ch: 2 });
+    plugin.settings.linkSuggest = false;
+    assert.equal(await suggest.keystroke(note as never), null);
+    plugin.settings.linkSuggest = true;
+    assert.ok(await suggest.keystroke(note as never));
+  });
+
+  test('a note saved on disk reaches the index through the vault event within a second', async () => {
+    const rel = 'finance/Expense policy.md';
+    vault.write(rel, `${vault.read(rel)}\n\n## Quokka allowance\n\nEvery zanzibarquokka receipt is reimbursed.\n`);
+    const t0 = Date.now();
+    app.vault.trigger('modify', new TFile(rel));
+    const modal = new SearchModal(app as never, plugin);
+    await until('the note in search', 1000, async () => (await modal.type('zanzibarquokka')).items.some((r) => r.hit.path === rel));
+    assert.ok(Date.now() - t0 <= 1000);
+  });
+
+  test('settings: data.json holds the synced settings, the executable stays on this device', async () => {
+    const tab = app.settingTabs[0] as MdsearchSettingTab;
+    tab.display();
+    const names = el(tab.containerEl).settings.map((s) => s.name);
+    assert.deepEqual(names, ['mdsearch executable', 'Embedder backend', 'Include', 'Exclude', 'Results per search', 'Link suggestions by meaning', 'Index']);
+    const results = Setting.named(tab.containerEl, 'Results per search').components[0] as unknown as { change(v: string): Promise<void> };
+    await results.change('7');
+    await results.change('not a number');
+    assert.equal(plugin.settings.maxResults, 7);
+    const saved = JSON.parse(plugin.dataJson ?? '{}') as Record<string, unknown>;
+    assert.equal(saved.maxResults, 7);
+    assert.ok(!JSON.stringify(saved).includes(mdsearchExecutable()), 'no device path in data.json');
+    assert.equal(app.loadLocalStorage(EXECUTABLE_KEY), mdsearchExecutable());
+    const modal = new SearchModal(app as never, plugin);
+    const { items } = await modal.type('release');
+    assert.ok(items.length > 0 && items.length <= 7, String(items.length));
+    assert.match(Setting.named(tab.containerEl, 'Index').desc, new RegExp(`^${vault.cache.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    const answer = await tab.test();
+    assert.match(answer, /^mdsearch \d\S* at .*mdsearch \(from this setting\)$/);
+    assert.match(el(tab.containerEl).find('mdsearch-test-result')?.textContent ?? '', /^mdsearch \d/);
+  });
+
+  test('Rebuild index re-indexes from the notes and comes back ready', async () => {
+    const before = Notice.shown.length;
+    const seen: string[] = [];
+    const off = plugin.on('status', () => seen.push(plugin.serverStatus?.state ?? ''));
+    try {
+      app.commands.get('rebuild-index')?.callback?.();
+      await until('the notice', 5000, () => Notice.shown.slice(before).some((n) => /rebuilding the index/.test(n)));
+      await until('indexing, then ready again', READY_MS, () =>
+        seen.includes('indexing') && seen.at(-1) === 'ready' && /sections$/.test(plugin.statusView.text));
+    } finally {
+      off();
+    }
+  });
+
+  test('nothing was written into the vault', () => {
+    assert.deepEqual(listFiles(vault.root), vaultBefore);
+  });
+
+  test('unload stops the server process', async () => {
+    const pid = plugin.client?.pid;
+    assert.ok(pid);
+    plugin.unload();
+    await until('the process to exit', 10_000, () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+  });
+});
+
+describe('the plugin without a server', () => {
+  test('a missing executable: one notice saying how to install, the status bar says error, no retry loop', async () => {
+    const dir = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'mdsearch-novault-'));
+    try {
+      const { app, plugin } = makePlugin(dir, '/nonexistent/bin/mdsearch', { MDSEARCH_CACHE_DIR: dir });
+      const before = Notice.shown.length;
+      await plugin.load();
+      app.workspace.fireLayoutReady();
+      await until('the failure', 10_000, () => plugin.supervisor.state.kind === 'failed');
+      const shown = Notice.shown.slice(before);
+      assert.equal(shown.length, 1, shown.join('\n'));
+      assert.match(shown[0]!, /\/nonexistent\/bin\/mdsearch.*does not exist.*Install mdsearch/s);
+      assert.equal(plugin.supervisor.attempts, 0);
+      const bar = app.statusBar.find('mdsearch-status')!;
+      assert.equal(bar.textContent, 'mdsearch: error');
+      assert.ok(bar.hasClass('mdsearch-error'));
+      const modal = new SearchModal(app as never, plugin);
+      const { items } = await modal.type('anything');
+      assert.deepEqual(items, []);
+      assert.match(modal.emptyStateText, /mdsearch: error: .*does not exist/);
+      plugin.unload();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
