@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: the Python package (unit, integration on the real model, language server
-# end to end, Neovim), then the VS Code extension's checks and its end-to-end test in code-server.
-#   MDSEARCH_SKIP_EXTENSION=1  only the Python suite
+# end to end, Neovim), then the Obsidian plugin's checks and tests (against the real server),
+# then the VS Code extension's checks and its end-to-end test in code-server.
+#   MDSEARCH_SKIP_EXTENSION=1  only the Python suite (no Obsidian plugin, no VS Code extension)
 # The torch backend's tests (and the agreement of ONNX and torch vectors) need the extra
 # mdsearch-ls[torch], which the default set-up leaves out: it is installed here, torch's CPU
 # build first (MDSEARCH_TORCH overrides, e.g. "torch" for the CUDA build), with the tested
@@ -34,6 +35,11 @@ if [[ $status -eq 5 ]]; then
 fi
 [[ $status -eq 0 ]] || exit $status
 .venv/bin/ruff check .
+if [[ -z ${MDSEARCH_SKIP_EXTENSION:-} && -f obsidian-plugin/package.json ]]; then
+  echo "::: obsidian-plugin: npm ci, type check, build, tests against the real server" >&2
+  (cd obsidian-plugin && npm ci --no-audit --no-fund --loglevel=error \
+    && MDSEARCH="$PWD/../.venv/bin/mdsearch" npm test)
+fi
 if [[ -z ${MDSEARCH_SKIP_EXTENSION:-} && -f vscode-extension/scripts/ci.sh ]]; then
   MDSEARCH_PYTHON="$PWD/.venv/bin/python" bash vscode-extension/scripts/ci.sh
 fi

@@ -18,6 +18,7 @@ import { listFiles, mdsearchExecutable, type TempVault, tempVault, until } from 
 import { App, type FakeEl, Modal, Notice, Setting, TFile } from './stub/obsidian';
 
 const READY_MS = 120_000;
+const PLUGIN_DIR_FOR_SETTINGS = os.tmpdir();
 const MANIFEST = { id: 'mdsearch', name: 'mdsearch', version: '0.1.0' };
 
 function makePlugin(root: string, executable: string, env: NodeJS.ProcessEnv): { app: App; plugin: MdsearchPlugin } {
@@ -278,6 +279,14 @@ describe('the plugin in a stand-in Obsidian, on the real server', () => {
 });
 
 describe('the plugin without a server', () => {
+  test('settings from an older or hand-edited data.json load with defaults for what does not fit', async () => {
+    const { plugin } = makePlugin(PLUGIN_DIR_FOR_SETTINGS, '', {});
+    plugin.dataJson = JSON.stringify({ maxResults: 5000, backend: 'gpu', include: ['notes/**', 3], linkSuggest: 'yes' });
+    await plugin.loadSettings();
+    assert.deepEqual(plugin.settings, { backend: 'onnx', include: ['notes/**'], exclude: [], maxResults: 20, linkSuggest: true });
+    assert.equal(plugin.executable, '');
+  });
+
   test('a missing executable: one notice saying how to install, the status bar says error, no retry loop', async () => {
     const dir = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'mdsearch-novault-'));
     try {
