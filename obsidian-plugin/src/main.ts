@@ -107,12 +107,30 @@ export default class MdsearchPlugin extends Plugin {
     this.addCommand({ id: 'rebuild-index', name: 'Rebuild index', callback: () => void this.rebuildIndex() });
     this.addCommand({ id: 'restart-server', name: 'Restart server', callback: () => void this.supervisor.restart() });
     this.addRibbonIcon('search', 'Search notes by meaning', () => new SearchModal(this.app, this).open());
-    this.registerEditorSuggest(new LinkSuggest(this.app, this));
+    const links = new LinkSuggest(this.app, this);
+    this.registerEditorSuggest(links);
+    this.putFirst(links);
     this.registerEditorExtension(EditorView.updateListener.of((update: ViewUpdate) => {
       if (update.selectionSet) this.cursorMoved();
     }));
     this.addSettingTab(new MdsearchSettingTab(this.app, this));
     this.app.workspace.onLayoutReady(() => this.layoutReady());
+  }
+
+  /** Obsidian asks its editor suggests in order and the first that triggers wins; a plugin's is
+   * added after the built-in `[[` list, so it would never show. Moved to the front through the
+   * workspace's (undocumented) list, as link-suggestion plugins do; when that list is not there
+   * Obsidian's own list stays in charge. Ours declines to trigger while the server is down or
+   * the setting is off, which hands `[[` back to Obsidian's. */
+  private putFirst(suggest: LinkSuggest): void {
+    const internal = (this.app.workspace as unknown as { editorSuggest?: { suggests?: unknown[] } }).editorSuggest;
+    const list = internal?.suggests;
+    if (!Array.isArray(list)) return;
+    const at = list.indexOf(suggest);
+    if (at > 0) {
+      list.splice(at, 1);
+      list.unshift(suggest);
+    }
   }
 
   override onunload(): void {

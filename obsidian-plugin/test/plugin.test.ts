@@ -62,6 +62,8 @@ describe('the plugin in a stand-in Obsidian, on the real server', () => {
     assert.ok(app.commands.get('search')?.hotkeys?.length, 'a default hotkey suggestion');
     assert.ok(app.viewFactories.has(RELATED_VIEW));
     assert.ok(app.editorSuggests[0] instanceof LinkSuggest);
+    assert.equal(app.workspace.editorSuggest.suggests[0], app.editorSuggests[0], 'asked before the built-in [[ list');
+    assert.deepEqual(app.workspace.editorSuggest.suggests[1], { builtin: 'link-suggest' });
     assert.ok(app.settingTabs[0] instanceof MdsearchSettingTab);
     assert.equal(app.editorExtensions.length, 1, 'the cursor listener');
     for (const name of ['modify', 'create', 'delete', 'rename']) assert.equal(app.vault.listenerCount(name), 1, name);
@@ -221,6 +223,23 @@ describe('the plugin in a stand-in Obsidian, on the real server', () => {
     const modal = new SearchModal(app as never, plugin);
     await until('the note in search', 1000, async () => (await modal.type('zanzibarquokka')).items.some((r) => r.hit.path === rel));
     assert.ok(Date.now() - t0 <= 1000);
+  });
+
+  test('create, rename and delete in the file explorer reach the index through the vault events', async () => {
+    const modal = new SearchModal(app as never, plugin);
+    const paths = async () => (await modal.type('platypuslantern')).items.map((r) => r.hit.path);
+    vault.write('inbox/Idea.md', '# Idea\n\nA glowing platypuslantern for the office.\n');
+    app.vault.trigger('create', new TFile('inbox/Idea.md'));
+    await until('the new note', 5000, async () => (await paths()).includes('inbox/Idea.md'));
+    fs.renameSync(path.join(vault.root, 'inbox', 'Idea.md'), path.join(vault.root, 'inbox', 'Lantern.md'));
+    app.vault.trigger('rename', new TFile('inbox/Lantern.md'), 'inbox/Idea.md');
+    await until('the renamed note', 5000, async () => {
+      const now = await paths();
+      return now.includes('inbox/Lantern.md') && !now.includes('inbox/Idea.md');
+    });
+    fs.rmSync(path.join(vault.root, 'inbox', 'Lantern.md'));
+    app.vault.trigger('delete', new TFile('inbox/Lantern.md'));
+    await until('the deleted note gone', 5000, async () => !(await paths()).includes('inbox/Lantern.md'));
   });
 
   test('settings: data.json holds the synced settings, the executable stays on this device', async () => {

@@ -369,6 +369,9 @@ export class Workspace extends Events {
   layoutIsReady = false;
   /** Test helper: each getLeaf call's argument. */
   getLeafCalls: unknown[] = [];
+  /** Not in the public API: the app's editor suggests in the order it asks them, the built-in
+   * `[[` list first (what plugins reorder). */
+  editorSuggest: { suggests: unknown[] } = { suggests: [{ builtin: 'link-suggest' }] };
 
   constructor(readonly app: App) {
     super();
@@ -554,6 +557,7 @@ export abstract class Plugin extends Component {
 
   registerEditorSuggest(suggest: EditorSuggest<unknown>): void {
     this.app.editorSuggests.push(suggest);
+    this.app.workspace.editorSuggest.suggests.push(suggest);
   }
 
   registerEditorExtension(extension: unknown): void {
