@@ -54,6 +54,9 @@ def _vault(root: Path, sections: int = SECTIONS) -> Path:
     return root
 
 
+READY = "mdsearch-test-terminal-ready"
+
+
 class Terminal:
     """A command in a detached tmux session, 160x30, and what its screen showed over time."""
 
@@ -63,10 +66,16 @@ class Terminal:
         # The inner shell writes its pid and becomes mdsearch (exec), so the pid is mdsearch's;
         # the outer shell reports the exit code and keeps the pane open to read it.
         inner = f"echo $$ > {shlex.quote(str(self.pid_file))}; exec {command}"
-        outer = f"bash -c {shlex.quote(inner)}; echo EXIT=$?; exec sleep 3600"
+        # mdsearch starts only once the pane is seen drawing ("ready", then Enter): on a tmux
+        # server that has just started, a capture can show a blank pane for seconds, and a first
+        # index on a fast run is over by then (seen in CI: only the summary was ever captured).
+        outer = (f"echo {READY}; read -r _; bash -c {shlex.quote(inner)}; echo EXIT=$?; "
+                 "exec sleep 3600")
         subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "30",
                         "bash", "-c", outer], check=True)
         self.seen: list[str] = []
+        self.wait_for(lambda s: READY in s, 60, "the terminal to be ready")
+        subprocess.run(["tmux", "send-keys", "-t", self.name, "Enter"], check=True)
 
     def screen(self) -> list[str]:
         out = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name],
