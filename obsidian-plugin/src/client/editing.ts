@@ -32,27 +32,29 @@ export function linkTrigger(lineText: string, ch: number): { startCh: number; qu
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 const HEADING = /^ {0,3}#{1,6}(\s|$)/;
 
+/** Every ATX heading's line, skipping `#` lines inside fenced code (a fence closes on three or more
+ * of its own character). */
+function headingLines(text: string): number[] {
+  const out: number[] = [];
+  let fence: string | undefined;
+  text.split('\n').forEach((l, i) => {
+    const f = FENCE.exec(l);
+    if (fence) {
+      if (f && f[1]!.startsWith(fence)) fence = undefined;
+    } else if (f) {
+      fence = f[1]!.slice(0, 3);
+    } else if (HEADING.test(l)) {
+      out.push(i);
+    }
+  });
+  return out;
+}
+
 /** The line of the heading that opens the section holding `line` (0 when the cursor is above
  * the first heading), ignoring `#` lines inside fenced code. The related view asks the server
  * about this line, so moving within one section sends nothing. */
 export function sectionStart(text: string, line: number): number {
-  const lines = text.split('\n');
-  let start = 0;
-  let fence: string | undefined;
-  for (let i = 0; i <= Math.min(line, lines.length - 1); i++) {
-    const l = lines[i] ?? '';
-    const f = FENCE.exec(l);
-    if (fence) {
-      if (f && f[1]!.startsWith(fence)) fence = undefined;
-      continue;
-    }
-    if (f) {
-      fence = f[1]!.slice(0, 3);
-      continue;
-    }
-    if (HEADING.test(l)) start = i;
-  }
-  return start;
+  return headingLines(text).filter((h) => h <= line).pop() ?? 0;
 }
 
 /** The heading's words on `line` ("Database migrations"), or "" when it is not a heading (the
@@ -65,22 +67,8 @@ export function headingText(text: string, line: number): string {
 /** The last line of the section that starts at `start` (the line before the next heading of
  * any level, or the last line). */
 export function sectionEnd(text: string, start: number): number {
-  const lines = text.split('\n');
-  let fence: string | undefined;
-  for (let i = start + 1; i < lines.length; i++) {
-    const l = lines[i] ?? '';
-    const f = FENCE.exec(l);
-    if (fence) {
-      if (f && f[1]!.startsWith(fence)) fence = undefined;
-      continue;
-    }
-    if (f) {
-      fence = f[1]!.slice(0, 3);
-      continue;
-    }
-    if (HEADING.test(l)) return i - 1;
-  }
-  return Math.max(start, lines.length - 1);
+  const next = headingLines(text).find((h) => h > start);
+  return next !== undefined ? next - 1 : Math.max(start, text.split('\n').length - 1);
 }
 
 export function rangeToChange(range: Range, text: string): EditorChange {

@@ -47,21 +47,16 @@ export class MdsearchSettingTab extends PluginSettingTab {
         });
       });
 
-    new Setting(containerEl)
-      .setName('Include')
-      .setDesc('Notes to index, one gitignore-style glob a line. Empty: every note.')
-      .addTextArea((area) => area.setValue(plugin.settings.include.join('\n')).onChange(async (value) => {
-        plugin.settings.include = parseGlobLines(value);
-        await plugin.saveSettings();
-      }));
-
-    new Setting(containerEl)
-      .setName('Exclude')
-      .setDesc('Notes to leave out, one glob a line, on top of .obsidian/, .trash/ and hidden folders.')
-      .addTextArea((area) => area.setValue(plugin.settings.exclude.join('\n')).onChange(async (value) => {
-        plugin.settings.exclude = parseGlobLines(value);
-        await plugin.saveSettings();
-      }));
+    const globs = (name: string, desc: string, key: 'include' | 'exclude'): void => {
+      new Setting(containerEl).setName(name).setDesc(desc).addTextArea((area) => area
+        .setValue(plugin.settings[key].join('\n'))
+        .onChange(async (value) => {
+          plugin.settings[key] = parseGlobLines(value);
+          await plugin.saveSettings();
+        }));
+    };
+    globs('Include', 'Notes to index, one gitignore-style glob a line. Empty: every note.', 'include');
+    globs('Exclude', 'Notes to leave out, one glob a line, on top of .obsidian/, .trash/ and hidden folders.', 'exclude');
 
     new Setting(containerEl)
       .setName('Results per search')
