@@ -116,6 +116,10 @@ def cmd_search(args: argparse.Namespace) -> int:
                 q.error = str(exc)
         queries.append(q)
 
+    if args.server:
+        from mdsearch_ls.cli import remote
+
+        return remote.run(args, queries, _Printer, _terms)
     root = _find_root(args, settings)
     first = args.root is not None and not args.no_update
     if first:

@@ -56,6 +56,7 @@ examples:
   nvim -q <(mdsearch search "backup keys" --format vimgrep)
   mdsearch search "onboarding" -l               each matching note once (like rg -l)
   mdsearch search --queries questions.txt --format jsonl   model loaded once
+  MDSEARCH_TOKEN=… mdsearch search "backup keys" --server http://handbook.lan:8765/mcp
 
 formats: text (default; colour on a terminal), json (one object per query), jsonl (one object
 per hit), vimgrep (path:line:column:text), paths (each note once).""",
@@ -213,6 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-update", action="store_true", help="search the index as it is")
     p.add_argument("-y", "--yes", action="store_true",
                    help="with --root: index a home folder, / or a huge folder without asking")
+    r = p.add_argument_group("a team's server (mdsearch mcp --http on another machine)")
+    r.add_argument("--server", metavar="URL", default=None,
+                   help="search that server's index instead of a local one, e.g. "
+                   "http://handbook.lan:8765/mcp")
+    r.add_argument("--token-file", metavar="FILE", default=None,
+                   help="file holding your token for --server (default: $MDSEARCH_TOKEN)")
     _common(p)
 
     p = _subparser(sub, "related", "sections of other notes related to a line of a note")

@@ -139,7 +139,8 @@ def _hit_texts(lib: Library, found: Sequence[FoundHit]) -> list[tuple[str, int]]
 
 
 def _score(hit: Any) -> float | None:
-    return None if hit.score is None else round(float(hit.score), 3)
+    # 6 digits: a client that prints 2 (the CLI's --server) must round once, not twice
+    return None if hit.score is None else round(float(hit.score), 6)
 
 
 def _hit_head(i: int, path: str, hit: Any) -> str:
@@ -204,6 +205,7 @@ def render_hits(
                 "start_line": f.hit.start_line + 1,
                 "end_line": f.hit.end_line + 1,
                 "score": _score(f.hit),
+                "keyword_rank": f.hit.keyword_rank,
                 "text": shown,
                 "truncated": cut,
                 "tokens": count(shown),

@@ -208,6 +208,71 @@ def test_the_typescript_sdk_over_http(server: HttpServer, tmp_path: Path) -> Non
     assert refused.returncode != 0 and "401" in refused.stderr
 
 
+# ---- the CLI as a client: mdsearch search --server URL ---------------------------------------
+
+
+def cli(server: HttpServer, *args: str, token: str | None = None, cwd: Path | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    """``mdsearch search`` as a person runs it: from the notes' folder for a local search, from
+    anywhere with ``--server`` (the token in ``MDSEARCH_TOKEN``)."""
+    env = {k: v for k, v in server.env.items() if k != "MDSEARCH_TOKEN"}
+    if token:
+        env["MDSEARCH_TOKEN"] = token
+    return subprocess.run([PYTHON, "-m", "mdsearch_ls", "search", *args], cwd=cwd or server.vault,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def _without_local_paths(out: str) -> list[dict[str, Any]]:
+    """jsonl hits less ``file`` (a local hit's absolute path, which a remote one cannot have)."""
+    rows = [json.loads(line) for line in out.splitlines()]
+    for row in rows:
+        row.pop("file")
+    return rows
+
+
+@pytest.mark.parametrize("query", [QUERY, "backup keys", "who approves a refund tag:finance"])
+def test_search_through_the_server_prints_what_a_local_search_prints(
+        server: HttpServer, tmp_path: Path, query: str) -> None:
+    for fmt in ("text", "vimgrep", "paths"):
+        local = cli(server, query, "-k", "4", "--format", fmt, "--no-update")
+        remote = cli(server, query, "-k", "4", "--format", fmt, "--server", server.url,
+                     token=ALICE)
+        assert local.returncode == remote.returncode == 0, remote.stderr
+        assert remote.stdout == local.stdout, fmt
+    local = cli(server, query, "-k", "4", "--format", "jsonl", "--no-update")
+    remote = cli(server, query, "-k", "4", "--format", "jsonl", "--server", server.url,
+                 token=BOB, cwd=tmp_path)  # anywhere: the notes are on the server
+    assert remote.returncode == 0, remote.stderr
+    assert _without_local_paths(remote.stdout) == _without_local_paths(local.stdout)
+    assert str(server.vault) not in remote.stdout
+
+
+def test_search_through_the_server_takes_a_token_file(server: HttpServer, tmp_path: Path) -> None:
+    mine = tmp_path / "my-token"
+    mine.write_text(f"# mine\nalice {ALICE}\n", encoding="utf-8")
+    done = cli(server, "backup keys", "--server", server.url, "--token-file", str(mine),
+               "--format", "paths")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "operations/Backup and disaster recovery.md"
+
+
+def test_search_through_the_server_says_why_it_was_refused(server: HttpServer,
+                                                           tmp_path: Path) -> None:
+    for token in (None, "wrong-" + "w" * 24):
+        done = cli(server, "backup keys", "--server", server.url, token=token)
+        assert done.returncode == 4 and "refused the token (401)" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and done.stdout == ""
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    done = cli(server, "backup keys", "--server", f"http://127.0.0.1:{port}", token=ALICE)
+    assert done.returncode == 4 and "cannot reach" in done.stderr, done.stderr
+    done = cli(server, "backup keys", "--server", server.url, "--phrase", "keys", token=ALICE)
+    assert done.returncode == 2 and "--phrase" in done.stderr
+    done = cli(server, "backup keys", "--server", "ftp://handbook", token=ALICE)
+    assert done.returncode == 2 and "expected a URL" in done.stderr
+
+
 # ---- refusals at start: a clear message, exit 2, nothing listening ---------------------------
 
 
