@@ -26,23 +26,21 @@ def pending_changes(root: Path, settings: Settings, manifest: Manifest,
     index of an older format counts as one change: only a write open converts it."""
     if manifest.keywords_outdated():
         return 1
-    found = sources.scan(
+    found, _oversize = sources.stat_scan(
         root,
         include=settings.include,
         exclude=settings.exclude,
         index_dir=index_dir,
         max_file_bytes=settings.max_file_bytes,
-        warn=lambda _message: None,
-        skipped=lambda *_skip: None,
     )
-    known = manifest.files()
+    known = manifest.file_stats()
     skipped = manifest.skipped()
     changed = 0
-    for f in found:
-        k = known.get(f.rel)
+    for rel, seen in found.items():
+        k = known.get(rel)
         if k is None:
-            changed += skipped.get(f.rel) != (f.mtime, f.size)
-        elif k.mtime != f.mtime or k.size != f.size:
+            changed += skipped.get(rel) != seen
+        elif k != seen:
             changed += 1
-    present = {f.rel for f in found}
-    return changed + sum(1 for rel in known if rel not in present)
+    # (a note grown past the size limit is not in `found`: an update drops it, as below)
+    return changed + sum(1 for rel in known if rel not in found)

@@ -208,6 +208,12 @@ class Manifest(VectorCache):
             for row in conn.execute(f"SELECT {self._FILE_COLS} FROM files")
         }
 
+    def file_stats(self) -> dict[str, tuple[float, int]]:
+        """``{path: (mtime, size)}`` of every indexed note: what a freshness check compares,
+        without building a record (and reading the tags) of each note."""
+        return {path: (mtime, size) for path, mtime, size in
+                self._conn().execute("SELECT path, mtime, size FROM files")}
+
     def titles(self) -> dict[str, tuple[str, ...]]:
         """Each note's names: its title (front matter or file name) first, then its aliases."""
         return {

@@ -41,6 +41,7 @@ __all__ = [
     "read_source",
     "relpath",
     "scan",
+    "stat_scan",
 ]
 
 log = logging.getLogger(__name__)
@@ -161,6 +162,11 @@ class SourceFilter:
         self._index_rels = self._index_rels_for(index_dir)
         self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
         self._dir_cache: dict[str, bool] = {}
+        # Without include or exclude patterns of the user's, a markdown file is a note when its
+        # folder is and no .gitignore governs it: a folder's answer is reused for each of its
+        # files (per-file glob and .gitignore matching was half the cost of a scan).
+        self._per_file_rules = bool(include or exclude)
+        self._plain_dirs: dict[str, bool] = {}
 
     def _index_rels_for(self, index_dir: Path | None) -> tuple[str, ...]:
         # Both the lexical and the resolved location, since either may be how the
@@ -180,6 +186,7 @@ class SourceFilter:
         """Forget cached ``.gitignore`` files, e.g. after the watcher saw one change."""
         self._gitignores.clear()
         self._dir_cache.clear()
+        self._plain_dirs.clear()
 
     # -- gitignore -------------------------------------------------------------
 
@@ -241,12 +248,27 @@ class SourceFilter:
             return False
         return self._hidden.match_file(rel_dir + "/")
 
+    def _plain_dir(self, rel_dir: str) -> bool:
+        """Whether every markdown file directly in ``rel_dir`` (not rejected) is a note: no
+        pattern of the user's and no ``.gitignore`` of it or above can leave one out."""
+        plain = self._plain_dirs.get(rel_dir)
+        if plain is None:
+            parts = rel_dir.split("/") if rel_dir else []
+            plain = not self._per_file_rules and all(
+                self._gitignore("/".join(parts[:depth])) is None
+                for depth in range(len(parts) + 1))
+            self._plain_dirs[rel_dir] = plain
+        return plain
+
     def _accepts_lexically(self, rel: str) -> bool:
         if not _is_markdown(rel):
             return False
         parent, _, _ = rel.rpartition("/")
         if parent and self.dir_rejected(parent):
             return False
+        if self._plain_dir(parent):
+            # the default excludes name folders only, so a folder not rejected keeps its files
+            return rel not in self._index_rels
         if self._in_index_dir(rel) or self._exclude.match_file(rel):
             return False
         if self._git_ignored(rel, is_dir=False):
@@ -284,8 +306,9 @@ def _walk(
     flt: SourceFilter,
     skip: SkipFn,
     keep_going: Callable[[], bool] | None = None,
-) -> Iterable[tuple[Path, str]]:
-    """Yield ``(path, rel)`` of candidate notes, following symlinks only inside the root.
+) -> Iterable[tuple[str, str]]:
+    """Yield ``(path, rel)`` of candidate notes, following symlinks only inside the root (the
+    path a string: a ``Path`` per file cost as much as the file's ``stat``).
 
     Real directories already visited are skipped, which both ends symlink loops and
     keeps a directory linked twice from being indexed twice. ``keep_going`` is asked before
@@ -293,7 +316,7 @@ def _walk(
     """
     real_root = _realpath(root) or str(root)
     visited = {real_root}
-    stack: list[tuple[Path, str]] = [(root, "")]
+    stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
         if keep_going is not None and not keep_going():
             return
@@ -310,10 +333,10 @@ def _walk(
             skip(f"{rel_dir}/" if rel_dir else "./", mtime, size,
                  f"skipped directory {rel_dir or '.'}: {exc.strerror or exc}")
             continue
-        subdirs: list[tuple[Path, str]] = []
+        subdirs: list[tuple[str, str]] = []
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            path = directory / entry.name
+            path = entry.path
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir()  # follows links
@@ -372,16 +395,42 @@ def scan(
     found: list[SourceFile] = []
     for path, rel in _walk(root_abs, flt, skip):
         try:
-            st = path.stat()
+            st = os.stat(path)
         except OSError as exc:  # vanished between listing and stat
             log.debug("skipped %s: %s", rel, exc)
             continue
         if st.st_size > max_file_bytes:
             skip(rel, st.st_mtime, st.st_size, _oversize_warning(rel, st.st_size, max_file_bytes))
             continue
-        found.append(SourceFile(path=path, rel=rel, size=st.st_size, mtime=st.st_mtime))
+        found.append(SourceFile(path=Path(path), rel=rel, size=st.st_size, mtime=st.st_mtime))
     found.sort(key=lambda f: f.rel)
     return found
+
+
+def stat_scan(
+    root: Path,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    index_dir: Path | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[float, int]]]:
+    """``(notes, oversize)``: ``{rel: (mtime, size)}`` of what :func:`scan` would find and of
+    what it would skip for size, by the same walk and rules, without a record per file: all a
+    freshness check compares with the manifest (a directory that cannot be listed is left out,
+    as a scan reports it and indexes nothing of it)."""
+    root_abs = _check_root(root)
+    flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir)
+    notes: dict[str, tuple[float, int]] = {}
+    oversize: dict[str, tuple[float, int]] = {}
+    stat = os.stat
+    for path, rel in _walk(root_abs, flt, lambda *_skipped: None):
+        try:
+            st = stat(path)
+        except OSError:  # vanished between listing and stat
+            continue
+        (oversize if st.st_size > max_file_bytes else notes)[rel] = (st.st_mtime, st.st_size)
+    return notes, oversize
 
 
 def count_notes(

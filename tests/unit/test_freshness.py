@@ -1,0 +1,139 @@
+"""The freshness check a CLI search makes before it decides to open the index for writing: is the
+index up to date with its notes? It must see every edit made while nothing was running, agree
+with what an update would do (``pending_changes`` counts exactly what ``index`` then reads or
+drops), and create nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import FakeEmbedder, bump_mtime, write_note
+
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.workspace import Workspace
+
+
+def _vault(root: Path) -> Path:
+    write_note(root, "a.md", "# A\n\nThe first note.\n")
+    write_note(root, "deep/er/b.md", "# B\n\nA note two folders down.\n")
+    write_note(root, "c.markdown", "# C\n\nThe other suffix.\n")
+    write_note(root, "drafts/d.md", "# D\n\nA draft.\n")
+    write_note(root, ".obsidian/workspace.md", "not a note\n")
+    write_note(root, "node_modules/pkg/README.md", "not a note either\n")
+    return root
+
+
+def _files(folder: Path) -> dict[str, float]:
+    return {str(p.relative_to(folder)): p.stat().st_mtime for p in folder.rglob("*")}
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> tuple[Path, Path, Settings]:
+    root = _vault(tmp_path / "notes")
+    index = tmp_path / "index"
+    settings = Settings(max_file_bytes=10_000)
+    with Workspace(root, settings, FakeEmbedder(), index_dir=index) as ws:  # type: ignore[arg-type]
+        ws.index()
+    return root, index, settings
+
+
+def _pending(root: Path, index: Path, settings: Settings) -> int:
+    with Workspace.open(root, settings, "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
+                        index_dir=index) as ro:
+        return ro.pending_changes()
+
+
+def _update(root: Path, index: Path, settings: Settings) -> int:
+    """What an update then does: notes indexed or dropped."""
+    with Workspace(root, settings, FakeEmbedder(), index_dir=index) as ws:  # type: ignore[arg-type]
+        report = ws.index()
+    return report.files_indexed + report.files_deleted
+
+
+def test_each_kind_of_change_made_while_nothing_ran_is_seen(
+        indexed: tuple[Path, Path, Settings]) -> None:
+    root, index, settings = indexed
+    assert _pending(root, index, settings) == 0
+    changes = [
+        lambda: (root / "a.md").write_text("# A\n\nEdited in place.\n", encoding="utf-8"),
+        lambda: bump_mtime(root / "deep/er/b.md"),  # same bytes, newer mtime (a touch)
+        lambda: write_note(root, "new/e.md", "# E\n\nA new note in a new folder.\n"),
+        lambda: (root / "c.markdown").unlink(),
+        lambda: (root / "drafts").rename(root / "archive"),  # a folder moved: one gone, one new
+    ]
+    # (notes the check counts, notes the update then indexes or drops: a touched note is read
+    # again and found unchanged)
+    expected = [(1, 1), (1, 0), (1, 1), (1, 1), (2, 2)]
+    for change, (pending, acted) in zip(changes, expected, strict=True):
+        change()
+        assert _pending(root, index, settings) == pending
+        assert _update(root, index, settings) == acted
+        assert _pending(root, index, settings) == 0
+
+
+def test_what_the_index_leaves_out_is_no_change(indexed: tuple[Path, Path, Settings]) -> None:
+    root, index, settings = indexed
+    write_note(root, ".obsidian/plugins.md", "settings\n")
+    write_note(root, "node_modules/x/CHANGELOG.md", "a package\n")
+    write_note(root, "notes.txt", "not markdown\n")
+    write_note(root, "ignored/f.md", "# F\n")
+    write_note(root, ".gitignore", "ignored/\n")
+    assert _pending(root, index, settings) == 0
+
+
+def test_a_gitignore_and_an_oversize_file_follow_the_indexer(
+        indexed: tuple[Path, Path, Settings]) -> None:
+    root, index, settings = indexed
+    write_note(root, "deep/.gitignore", "er/\n")  # b.md is now ignored: the update drops it
+    assert _pending(root, index, settings) == 1
+    assert _update(root, index, settings) == 1
+    write_note(root, "big.md", "# Big\n\n" + "word " * 5000)  # over max_file_bytes: skipped
+    assert _pending(root, index, settings) == 0
+    (root / "a.md").write_text("# A\n\n" + "grown " * 5000, encoding="utf-8")  # dropped
+    assert _pending(root, index, settings) == 1
+    assert _update(root, index, settings) == 1
+    assert _pending(root, index, settings) == 0
+
+
+def test_include_and_exclude_patterns_are_the_scans(tmp_path: Path) -> None:
+    root = _vault(tmp_path / "notes")
+    index = tmp_path / "index"
+    settings = Settings(include=["deep/**", "*.md"], exclude=["drafts/"])
+    with Workspace(root, settings, FakeEmbedder(), index_dir=index) as ws:  # type: ignore[arg-type]
+        ws.index()
+        assert sorted(ws.notes()) == ["a.md", "deep/er/b.md"]
+    write_note(root, "drafts/g.md", "# G\n")  # excluded
+    write_note(root, "h.markdown", "# H\n")  # not included
+    assert _pending(root, index, settings) == 0
+    write_note(root, "deep/i.md", "# I\n")
+    assert _pending(root, index, settings) == 1
+
+
+def test_the_check_creates_nothing(indexed: tuple[Path, Path, Settings]) -> None:
+    root, index, settings = indexed
+    (root / "a.md").write_text("# A\n\nChanged.\n", encoding="utf-8")
+    before_notes, before_index = _files(root), _files(index)
+    assert _pending(root, index, settings) == 1
+    assert _files(root) == before_notes
+    assert set(_files(index)) <= set(before_index)  # no file made (SQLite's -shm may go)
+
+
+def test_the_stat_scan_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
+    root = _vault(tmp_path / "notes")
+    write_note(root, "sub/.gitignore", "*.md\n!keep.md\n")
+    write_note(root, "sub/keep.md", "# keep\n")
+    write_note(root, "sub/drop.md", "# drop\n")
+    write_note(root, "huge.md", "x" * 2000)
+    (root / "loop").symlink_to(root, target_is_directory=True)
+    for include, exclude in (((), ()), (("*.md",), ()), ((), ("deep/",))):
+        skips: list[tuple[str, float, int, str]] = []
+        found = sources.scan(root, include=include, exclude=exclude, max_file_bytes=1000,
+                             skipped=lambda *skip: skips.append(skip))  # noqa: B023
+        skipped = [rel for rel, *_ in skips]
+        notes, oversize = sources.stat_scan(root, include=include, exclude=exclude,
+                                            max_file_bytes=1000)
+        assert notes == {f.rel: (f.mtime, f.size) for f in found}
+        assert sorted(oversize) == sorted(skipped) == ["huge.md"]
+        assert "sub/keep.md" in notes and "sub/drop.md" not in notes
