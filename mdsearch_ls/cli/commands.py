@@ -121,6 +121,14 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         return remote.run(args, queries, _Printer, _terms)
     root = _find_root(args, settings)
+    if not args.no_resident:
+        # the server that holds this index, if one does, answers as this process would
+        from mdsearch_ls.cli import resident
+
+        code = resident.run(args, settings, root, queries, filters, _Printer, _terms,
+                            _index_state_note, _maybe_open)
+        if code is not None:
+            return code
     first = args.root is not None and not args.no_update
     if first:
         _confirm_first_index(args, root, settings)

@@ -214,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-update", action="store_true", help="search the index as it is")
     p.add_argument("-y", "--yes", action="store_true",
                    help="with --root: index a home folder, / or a huge folder without asking")
+    p.add_argument("--no-resident", action="store_true",
+                   help="search in this process even when a language or MCP server holding "
+                   "the index could answer (it does by default, through a socket beside the "
+                   "index)")
     r = p.add_argument_group("a team's server (mdsearch mcp --http on another machine)")
     r.add_argument("--server", metavar="URL", default=None,
                    help="search that server's index instead of a local one, e.g. "

@@ -14,7 +14,6 @@ What the server's tool cannot take (``--phrase``, ``--type``, ``--min-score``, `
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -108,11 +107,14 @@ class RemoteHit:
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """The fields of a local hit's JSON (0-based lines, as there)."""
-        return {"path": self.path, "title": self.title, "breadcrumb": self.breadcrumb,
-                "start_line": self.start_line, "end_line": self.end_line,
-                # rounded once, as a local hit's JSON rounds its score
-                "score": None if self.score is None else round(self.score, 4),
-                "snippet": self.snippet}
+        out = {"path": self.path, "title": self.title, "breadcrumb": self.breadcrumb,
+               "start_line": self.start_line, "end_line": self.end_line,
+               # rounded once, as a local hit's JSON rounds its score
+               "score": None if self.score is None else round(self.score, 4),
+               "snippet": self.snippet}
+        if explain:
+            out["explain"] = self.explain
+        return out
 
 
 @dataclass
@@ -153,10 +155,11 @@ class _RemoteRoot:
 
 
 class RemoteView:
-    """The part of a workspace the printer uses: the root and each hit's section text."""
+    """The part of a workspace the printer uses: the root and each hit's section text (a
+    server's URL, or the folder itself when a local server answered)."""
 
-    def __init__(self, url: str) -> None:
-        self.root: Any = _RemoteRoot(url)
+    def __init__(self, root: str | Path) -> None:
+        self.root: Any = root if isinstance(root, Path) else _RemoteRoot(root)
         self.texts: dict[str, str] = {}
 
     def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
@@ -289,6 +292,8 @@ def run(args: argparse.Namespace, queries: list[Any], printer_cls: Any, terms: A
     base = {k: v for k, v in filters.items() if v}
     jobs = [{"query": q.text, "limit": args.k, **base, **({"mode": args.mode} if args.mode else {})}
             for q in queries if q.error is None]
+    import asyncio  # only here: a local search never pays for it
+
     try:
         answers = asyncio.run(_session_run(url, token, jobs))
     except Exception as exc:  # every way a network call fails ends in one message

@@ -88,6 +88,10 @@ _WHERE: dict[str, str] = {
     "query_terms": "mdsearch_ls.engine.search.preview",
     "snippet": "mdsearch_ls.engine.search.preview",
     "wrap": "mdsearch_ls.engine.search.preview",
+    "PROTOCOL_RESIDENT": "mdsearch_ls.engine.service.resident",
+    "private_dir": "mdsearch_ls.engine.service.resident",
+    "ranking_settings": "mdsearch_ls.engine.service.resident",
+    "resident_socket_path": "mdsearch_ls.engine.service.resident",
 }
 
 
@@ -136,6 +140,12 @@ if TYPE_CHECKING:
         IndexedFolder,
     )
     from mdsearch_ls.engine.service.folders import Folders, notes_under
+    from mdsearch_ls.engine.service.resident import (
+        PROTOCOL_RESIDENT,
+        private_dir,
+        ranking_settings,
+        resident_socket_path,
+    )
     from mdsearch_ls.engine.states import FolderState, IndexPhase, ModelState, Progress
     from mdsearch_ls.engine.workspace import Related, Workspace
     from mdsearch_ls.engine.writing.aids import (
@@ -170,6 +180,7 @@ __all__ = [
     "LINK_STYLES",
     "MARKDOWN_SUFFIXES",
     "MAX_LIMIT",
+    "PROTOCOL_RESIDENT",
     "STATE_ERROR",
     "STATE_INDEXING",
     "STATE_LOADING",
@@ -223,7 +234,10 @@ __all__ = [
     "notes_under",
     "outline",
     "plain_text",
+    "private_dir",
     "query_terms",
+    "ranking_settings",
+    "resident_socket_path",
     "snippet",
     "wrap",
 ]

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import space_model_name
 from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError
-from mdsearch_ls.engine.index.manifest import SCHEMA_VERSION
+from mdsearch_ls.engine.index.manifest_schema import SCHEMA_VERSION
 from mdsearch_ls.engine.notes import files as sources
 
 OpenMode = Literal["write", "read", "read-if-locked"]

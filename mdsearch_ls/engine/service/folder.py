@@ -35,6 +35,7 @@ from mdsearch_ls.engine.index.layout import refuse_broad_root
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.service.reading import read_checked
+from mdsearch_ls.engine.service.resident import ResidentSearch
 from mdsearch_ls.engine.states import FolderState, IndexPhase, Progress
 from mdsearch_ls.engine.workspace import IndexState, Related, SearchResult, Workspace
 from mdsearch_ls.engine.writing.aids import WritingAids
@@ -97,6 +98,7 @@ class IndexedFolder:
         self._retry: threading.Timer | None = None
         self._opened = threading.Event()
         self._filter: sources.SourceFilter | None = None
+        self._resident: ResidentSearch | None = None
 
     # ---- the writer thread ----------------------------------------------------------------
 
@@ -134,6 +136,7 @@ class IndexedFolder:
         finally:
             self._opened.set()
         self._tell_healed(self.ws)
+        self._listen()
         if self.ws.read_only:
             log.info("%s: %s", self.name, self.ws.read_only_reason)
             self._on_message(
@@ -143,6 +146,11 @@ class IndexedFolder:
                 "info",
             )
             self._arm_take_over()
+
+    def _listen(self) -> None:
+        """As the index's writer, answer the CLI's searches of it too (see :mod:`.resident`)."""
+        if self._resident is None and not self.closed:
+            self._resident = ResidentSearch.open_for(self)
 
     def _tell_healed(self, ws: Workspace) -> None:
         """Opening found the index damaged and set it aside, or started a new embedding space
@@ -173,6 +181,7 @@ class IndexedFolder:
         # folder, not now.
         self._retired.append(self.ws)
         self.ws = ws
+        self._listen()
         self.state = STATE_INDEXING
         self._on_change()
         report = ws.index(cancel=lambda: self.closed)
@@ -396,8 +405,7 @@ class IndexedFolder:
         return sources.relpath(self.root, p if p.is_absolute() else self.root / p)
 
     def is_indexed(self, rel: str) -> bool:
-        ws = self.ws
-        return ws is not None and ws.is_indexed(rel)
+        return (ws := self.ws) is not None and ws.is_indexed(rel)
 
     def wait_open(self, timeout: float | None = None) -> bool:
         """Wait until the first open of the index was tried (True) or ``timeout`` passed.
@@ -431,28 +439,16 @@ class IndexedFolder:
                             accepts=self.accepts, max_file_bytes=self.settings.max_file_bytes)
 
     def status(self) -> dict[str, Any]:
-        base: dict[str, Any] = {
-            "root": str(self.root),
-            "name": self.name,
-            "files": 0,
-            "chunks": 0,
-            "model": self.embedder.name,
-            "index_dir": None,
-            "queue": self.queue_length,
-            "state": self.state,
-            "last_error": self.last_error,
-            "last_update": None,
-            "read_only": False,
+        ws = self.ws
+        info = ws.status() if ws is not None else {}
+        return {
+            "root": str(self.root), "name": self.name,
+            "files": info.get("files", 0), "chunks": info.get("chunks", 0),
+            "model": self.embedder.name, "index_dir": info.get("index_dir"),
+            "queue": self.queue_length, "state": self.state, "last_error": self.last_error,
+            "last_update": info.get("last_update"), "read_only": info.get("read_only", False),
             "index": self.index_state().to_json(),
         }
-        ws = self.ws
-        if ws is not None:
-            info = ws.status()
-            base.update(
-                files=info["files"], chunks=info["chunks"], index_dir=info["index_dir"],
-                last_update=info["last_update"], read_only=info["read_only"],
-            )
-        return base
 
     # ---- closing ----------------------------------------------------------------------------
 
@@ -460,6 +456,7 @@ class IndexedFolder:
         """Stop the writer after its current job, then close the index."""
         self.closed = True
         self._cancel_timers()
+        self._stop_listening()
         self._executor.shutdown(wait=True, cancel_futures=True)
         if self.ws is not None:
             self.ws.close()
@@ -467,6 +464,11 @@ class IndexedFolder:
         for ws in self._retired:
             ws.close()
         self._retired.clear()
+
+    def _stop_listening(self) -> None:
+        if self._resident is not None:
+            self._resident, resident = None, self._resident
+            resident.close()
 
     def _cancel_timers(self) -> None:
         for timer in (self._timer, self._retry):
@@ -477,6 +479,7 @@ class IndexedFolder:
         """The process is exiting now: release locks without waiting for the writer."""
         self.closed = True
         self._cancel_timers()
+        self._stop_listening()
         for ws in (self.ws, *self._retired):
             if ws is not None:
                 ws.abandon()

@@ -1,0 +1,133 @@
+"""``mdsearch search`` through the server that already holds the index, when one does.
+
+A language server or an MCP server writing a folder's index listens on a socket beside it (see
+:mod:`mdsearch_ls.engine.service.resident`); asking it costs a connection instead of loading
+numpy, ONNX Runtime, the model and the index's tables. The output is the in-process search's,
+printed by the same printer from the same fields. Whenever the server cannot answer exactly as an
+in-process search would (no socket, a server of another version, other ranking settings, an
+error, no answer in time) this returns None and the CLI searches by itself, as before: the
+socket is a shortcut, never a dependency. ``--no-resident`` (or the ``resident`` setting off on
+the server) skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from mdsearch_ls.cli.common import EXIT_OK, EXIT_USAGE, UsageError, _note, log
+from mdsearch_ls.cli.remote import RemoteHit, RemoteIndex, RemoteResult, RemoteView
+from mdsearch_ls.config import Settings
+
+CONNECT_S = 2.0
+ANSWER_S = 90.0
+"""The server may bring the index up to date first (as a local search would): wait for that,
+but not for a server that has stopped answering; then search in process."""
+
+
+def _index_dir(root: Path, settings: Settings) -> Path:
+    from mdsearch_ls.engine.api import default_index_dir
+
+    if settings.index_dir:
+        return Path(settings.index_dir).expanduser().resolve()
+    return default_index_dir(root.resolve())
+
+
+def ask(index_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+    """The server's answer to one request, or None (no server, or it did not answer)."""
+    from mdsearch_ls.engine.api import private_dir, resident_socket_path
+
+    path = resident_socket_path(index_dir)
+    if not path.exists():
+        return None
+    if path.parent != index_dir and not private_dir(path.parent, create=False):
+        log.info("not asking %s: its folder is not this user's alone", path)
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_S)
+        sock.connect(str(path))
+        sock.settimeout(ANSWER_S)
+        sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            more = sock.recv(1 << 16)
+            if not more:
+                break
+            data += more
+        answer = json.loads(data)
+    except (OSError, ValueError) as exc:  # gone, stale socket file, cut answer: search here
+        log.info("the server's search socket did not answer (%s): searching in process", exc)
+        return None
+    finally:
+        sock.close()
+    if not isinstance(answer, dict) or answer.get("refused") or "results" not in answer:
+        log.info("the server did not take the search (%s): searching in process",
+                 answer.get("refused") if isinstance(answer, dict) else "no answer")
+        return None
+    return answer
+
+
+def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[Any],
+        filters: dict[str, Any], printer_cls: Any, terms: Any, index_note: Any,
+        open_hit: Any) -> int | None:
+    """Search through the index's server and print as an in-process search prints; the exit
+    code, or None when the CLI must search by itself."""
+    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, ranking_settings
+
+    asked = [q for q in queries if q.error is None]
+    request = {
+        "v": PROTOCOL_RESIDENT, "settings": ranking_settings(settings),
+        "update": not args.no_update,
+        "queries": [{"query": q.text, "k": args.k, "mode": args.mode, "filters": filters or None,
+                     "min_score": args.min_score} for q in asked],
+    }
+    answer = ask(_index_dir(root, settings), request)
+    if answer is None or len(answer["results"]) != len(asked):
+        return None
+    log.info("searched through the mdsearch server (process %s) that holds the index",
+             answer.get("pid"))
+    view = RemoteView(root.resolve())
+    printer = printer_cls(args, view, args.mode or settings.mode)
+    status = EXIT_OK
+    results = iter(answer["results"])
+    hits: list[RemoteHit] = []
+    for q in queries:
+        if q.error is not None:
+            printer.error(q.text, q.error)
+            status = EXIT_USAGE
+            continue
+        res = next(results)
+        if "error" in res:
+            if not args.queries:
+                raise UsageError(str(res["error"]))
+            printer.error(q.text, str(res["error"]))
+            status = EXIT_USAGE
+            continue
+        hits = [_hit(view, h) for h in res["hits"]]
+        result = RemoteResult(hits, tuple(res.get("notes") or ()),
+                              RemoteIndex(dict(res.get("index") or {})))
+        for note in result.notes:
+            _note(args, f"note: {note}")
+        index_note(args, result.index)
+        printer.query(q.text, result, terms(q.text, q.request, args.phrase),
+                      batch=bool(args.queries))
+    if status == EXIT_OK and args.open is not None:
+        return int(open_hit(args, view, hits))
+    return status
+
+
+def _hit(view: RemoteView, h: dict[str, Any]) -> RemoteHit:
+    cid = str(h.get("chunk_id") or "")
+    if h.get("text") is not None and cid:
+        view.texts[cid] = str(h["text"])
+    return RemoteHit(path=str(h["path"]), title=str(h["title"]),
+                     start_line=int(h["start_line"]), end_line=int(h["end_line"]),
+                     breadcrumb=str(h["breadcrumb"]), score=h.get("score"),
+                     keyword_rank=h.get("keyword_rank"), snippet=str(h.get("snippet") or ""),
+                     chunk_id=cid, explain=dict(h.get("explain") or {}))
+
+

@@ -1,0 +1,161 @@
+"""``mdsearch search`` through the server that holds the index (issue 26's resident process): a
+real ``mdsearch mcp`` process on a copy of the bundled vault, the CLI as a real process beside it.
+
+The CLI must print exactly what it prints when it searches by itself (``--no-resident``), see an
+edit made a moment before it was run, search by itself whenever the server cannot answer as it
+would (other ranking settings, a dead server's socket file, garbage on the socket), and the
+socket must be the owner's alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_harness import EXAMPLE_VAULT, PYTHON, McpClient, start, wait_until
+
+pytestmark = pytest.mark.slow
+
+QUERY = "what do we do when more than 5% of requests fail"
+THROUGH = "searched through the mdsearch server"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[McpClient, Path, Path]]:
+    tmp = tmp_path_factory.mktemp("resident")
+    vault = shutil.copytree(EXAMPLE_VAULT, tmp / "vault")
+    client = start(tmp, [vault])
+    try:
+        client.wait_ready()
+        yield client, vault, tmp / "cache"
+    finally:
+        client.close()
+
+
+def cli(vault: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "COLUMNS": "100"}
+    return subprocess.run([PYTHON, "-m", "mdsearch_ls", "search", *args, "-v"], cwd=vault,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def socket_file(cache: Path) -> Path:
+    from mdsearch_ls.engine.api import resident_socket_path
+
+    indexes = list((cache / "indexes").iterdir())
+    assert len(indexes) == 1, indexes
+    found = resident_socket_path(indexes[0])
+    assert found.exists(), found
+    return found
+
+
+def raw(path: Path, payload: bytes) -> dict[str, Any]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(60)
+        s.connect(str(path))
+        s.sendall(payload)
+        data = b""
+        while not data.endswith(b"\n"):
+            more = s.recv(65536)
+            if not more:
+                break
+            data += more
+    return json.loads(data)
+
+
+@pytest.mark.parametrize("args", [
+    (QUERY, "-k", "5"),
+    (QUERY, "--format", "json", "--explain"),
+    ("backup keys", "--format", "jsonl", "--mode", "keyword"),
+    ("invoices tag:finance", "--format", "vimgrep"),
+    ("escalation", "--path", "operations/", "--format", "paths", "-k", "3"),
+    ("\"restore test\" backups", "-k", "4"),
+])
+def test_the_server_answers_what_the_cli_would_print(
+        served: tuple[McpClient, Path, Path], args: tuple[str, ...]) -> None:
+    _, vault, cache = served
+    through = cli(vault, cache, *args)
+    alone = cli(vault, cache, *args, "--no-resident")
+    assert through.returncode == alone.returncode == 0, through.stderr
+    assert THROUGH in through.stderr and THROUGH not in alone.stderr
+    assert through.stdout == alone.stdout and through.stdout.strip()
+
+
+def test_an_edit_made_a_moment_ago_is_found(served: tuple[McpClient, Path, Path]) -> None:
+    _, vault, cache = served
+    note = vault / "operations" / "Parking garage.md"
+    note.write_text("# Parking garage\n\nThe garage door code is changed every quarter by the "
+                    "office manager; ask Lotte for the current four digits.\n", encoding="utf-8")
+    try:
+        done = cli(vault, cache, "which code opens the garage door", "-k", "1",
+                   "--format", "paths")  # at once: the server's check sees what a scan would
+        assert done.returncode == 0 and THROUGH in done.stderr, done.stderr
+        assert done.stdout.strip() == "operations/Parking garage.md"
+    finally:
+        note.unlink()
+    done = cli(vault, cache, "which code opens the garage door", "-k", "3", "--format", "paths")
+    assert "operations/Parking garage.md" not in done.stdout
+
+
+def test_other_ranking_settings_are_searched_here(served: tuple[McpClient, Path, Path]) -> None:
+    _, vault, cache = served
+    through = cli(vault, cache, QUERY, "--fusion", "rrf", "--format", "jsonl")
+    alone = cli(vault, cache, QUERY, "--fusion", "rrf", "--format", "jsonl", "--no-resident")
+    assert through.returncode == 0 and THROUGH not in through.stderr
+    assert "settings differ: fusion" in through.stderr
+    assert through.stdout == alone.stdout
+
+
+def test_the_socket_is_the_owners_and_refuses_garbage(
+        served: tuple[McpClient, Path, Path]) -> None:
+    client, vault, cache = served
+    path = socket_file(cache)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "refused" in raw(path, b"not json at all\n")
+    assert "refused" in raw(path, b'{"v": 99}\n')
+    answer = raw(path, json.dumps({"v": 1, "settings": {}, "queries": []}).encode() + b"\n")
+    assert "settings differ" in answer["refused"]
+    assert client.ready()  # the server took it all and goes on
+    done = cli(vault, cache, QUERY, "-k", "1")
+    assert done.returncode == 0 and THROUGH in done.stderr
+
+
+def test_a_dead_servers_socket_file_costs_nothing(tmp_path: Path) -> None:
+    vault = shutil.copytree(EXAMPLE_VAULT, tmp_path / "vault")
+    client = start(tmp_path, [vault])
+    try:
+        client.wait_ready()
+        path = socket_file(tmp_path / "cache")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(str(path))
+            creds = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        server_pid = int.from_bytes(creds[:4], "little")
+        os.kill(server_pid, signal.SIGKILL)
+        wait_until(lambda: not _alive(server_pid), 30, "the server gone")
+    finally:
+        with contextlib.suppress(BaseException):  # the server was killed under it
+            client.close()
+    assert path.exists()  # kill -9 leaves the file behind
+    done = cli(vault, tmp_path / "cache", QUERY, "-k", "2", "--format", "paths")
+    assert done.returncode == 0 and THROUGH not in done.stderr, done.stderr
+    assert done.stdout.splitlines()[0] == "operations/Crisis management and escalation.md"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (killed, not reaped yet) counts as gone
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:
+        return False
