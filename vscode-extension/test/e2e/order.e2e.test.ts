@@ -21,15 +21,18 @@ const run = promisify(execFile);
 
 /** The bundled demo vault: 20 notes, many headings sharing words ("Security ...", "Notes"). */
 const VAULT = path.resolve(EXTENSION_ROOT, '..', 'examples', 'vault');
+/** The one-ranking test's queries and k (tests/lsp/one_ranking_queries.json): the CLI, the
+ * language server (workspace/symbol and mdsearch.search) and the MCP server are checked against
+ * each other there, and the QuickPick against the CLI here. They include words that name several
+ * headings ("security", "notes"), which VS Code's own sort used to pull up and order by name. */
+const SHARED = JSON.parse(
+  fs.readFileSync(path.resolve(EXTENSION_ROOT, '..', 'tests', 'lsp', 'one_ranking_queries.json'), 'utf8'),
+) as { k: number; queries: string[] };
 /** Results per search: the pick shows this many rows (mdsearch.maxResults), the CLI gets -k K. */
-const K = 8;
-/** Words that name several headings (the ones VS Code used to pull up and sort by name), and
- * paraphrases that share no heading's words. */
+const K = SHARED.k;
+/** Those queries, and two more paraphrases that share no heading's words. */
 const QUERIES = [
-  'security',
-  'incident',
-  'notes',
-  'hiring',
+  ...SHARED.queries,
   'how do we write up what went wrong after an outage',
   'can I work from Spain for a month',
 ];
@@ -120,7 +123,7 @@ describe('the Search Notes QuickPick keeps the engine\'s order (code-server)', {
     const mismatches: string[] = [];
     for (const query of QUERIES) {
       const hits = expected.get(query);
-      assert.ok(hits && hits.length >= 2, `the CLI found too little for ${JSON.stringify(query)}`);
+      assert.ok(hits && hits.length > 0, `the CLI found nothing for ${JSON.stringify(query)}`);
       const want = hits.map((h) => {
         const item = hitToItem(h);
         return { label: item.label.replace(/^\$\([^)]*\)\s*/, ''), description: item.description ?? '' };
@@ -148,7 +151,7 @@ describe('the Search Notes QuickPick keeps the engine\'s order (code-server)', {
   });
 
   it('opens the first row at its section on Enter', async () => {
-    const query = QUERIES[0] ?? '';
+    const query = 'security'; // a query whose order VS Code used to change
     const first = expected.get(query)?.[0];
     assert.ok(first);
     await wb.quickInputBox.press('Control+a');
