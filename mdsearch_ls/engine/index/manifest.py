@@ -214,14 +214,13 @@ class Manifest(VectorCache):
         return {path: (mtime, size) for path, mtime, size in
                 self._conn().execute("SELECT path, mtime, size FROM files")}
 
-    def titles(self) -> dict[str, tuple[str, ...]]:
-        """Each note's names: its title (front matter or file name) first, then its aliases."""
-        return {
-            path: (title, *json.loads(aliases))
-            for path, title, aliases in self._conn().execute(
-                "SELECT path, title, aliases FROM files"
-            )
-        }
+    def titles(self, paths: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
+        """Each note's names (of ``paths``, or all): its title (front matter or file name)
+        first, then its aliases."""
+        sql = "SELECT path, title, aliases FROM files"
+        rows = (self._conn().execute(sql) if paths is None
+                else self._rows_in(sql + " WHERE path IN ({marks})", paths))
+        return {path: (title, *json.loads(aliases)) for path, title, aliases in rows}
 
     def file(self, path: str) -> FileRecord | None:
         conn = self._conn()
@@ -308,10 +307,13 @@ class Manifest(VectorCache):
     def all_paths(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT path FROM files ORDER BY path")]
 
-    def chunk_counts(self) -> dict[str, int]:
-        """How many chunks each note has."""
-        return {r[0]: int(r[1]) for r in self._conn().execute(
-            "SELECT path, COUNT(*) FROM chunks GROUP BY path")}
+    def chunk_counts(self, paths: Iterable[str] | None = None) -> dict[str, int]:
+        """How many chunks each note (of ``paths``, or all) has."""
+        sql = "SELECT path, COUNT(*) FROM chunks {where} GROUP BY path"
+        if paths is None:
+            return {r[0]: int(r[1]) for r in self._conn().execute(sql.format(where=""))}
+        return {r[0]: int(r[1]) for r in self._rows_in(
+            sql.format(where="WHERE path IN ({marks})"), paths)}
 
     def file_mtimes(self) -> dict[str, float]:
         return {r[0]: r[1] for r in self._conn().execute("SELECT path, mtime FROM files")}

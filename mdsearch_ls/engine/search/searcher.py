@@ -273,7 +273,8 @@ class Searcher:
         """The candidates' per-chunk evidence filled in (boilerplate weight, phrases, note size,
         named notes), then ranked on ``scale``."""
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
-        sizes = self.notes.chunk_counts() if mode == "hybrid" else {}
+        sizes = (self.notes.chunk_counts({c.chunk.path for c in cands}) if mode == "hybrid"
+                 else {})
         for c in cands:
             c.weight = boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
             if prefer is not None:
