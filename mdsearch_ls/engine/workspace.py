@@ -423,8 +423,7 @@ class Workspace(WriterOpen):
     def chunk_texts(self, chunk_ids: Iterable[str]) -> dict[str, str]:
         """The markdown of indexed chunks by id (a hit's ``chunk_id``), for front ends that
         render their own snippet (see :mod:`mdsearch_ls.engine.search.preview`); unknown ids are
-        left
-        out. Any thread; works read-only."""
+        left out. Any thread; works read-only."""
         return {cid: rec.text for cid, rec in self.manifest.get_chunks(list(chunk_ids)).items()}
 
     def chunks_of(self, rel: str) -> list[ChunkRecord]:
@@ -453,9 +452,7 @@ class Workspace(WriterOpen):
         files, chunks = self.manifest.counts()
         last = self.manifest.get_meta("last_update")
         return {
-            "root": str(self.root),
-            "files": files,
-            "chunks": chunks,
+            "root": str(self.root), "files": files, "chunks": chunks,
             "model": self.embedder.name,
             "index_dir": str(self.index_dir),
             "space": self.space,
@@ -469,6 +466,8 @@ class Workspace(WriterOpen):
 
     def close(self) -> None:
         try:
+            if not self.read_only:  # readers map what the writer leaves (vector_snapshot)
+                self.searcher.leave_snapshot()
             if self.store is not None:
                 self.store.close()
                 if self.indexer is not None:

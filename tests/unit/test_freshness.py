@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FakeEmbedder, bump_mtime, write_note
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.workspace import Workspace
+from tests.conftest import FakeEmbedder, bump_mtime, write_note
 
 
 def _vault(root: Path) -> Path:

@@ -8,6 +8,7 @@ needs the index layer (manifest, vector store, indexer); the workspace adds sear
 from __future__ import annotations
 
 import contextlib
+import glob
 import logging
 import os
 import shutil
@@ -220,6 +221,9 @@ class WriterOpen:
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     (self.index_dir / f"{name}.sqlite3{suffix}").unlink()
+            for snapshot in self.index_dir.glob(f"{glob.escape(name)}.*"):  # its vector snapshot
+                with contextlib.suppress(OSError):
+                    snapshot.unlink()
             if name in collections:
                 try:
                     self.store.drop_collection(name)

@@ -52,6 +52,13 @@ class VectorCache:
                 found[row[0]] = np.frombuffer(row[1], dtype=np.float32)
         return list(found.values())
 
+    def vector_rows(self) -> Iterator[tuple[str, str, bytes]]:
+        """``(chunk id, path, vector bytes)`` of every chunk with a cached vector, in the one
+        order the in-memory table and the writer's snapshot of it both take."""
+        yield from self._conn().execute(
+            "SELECT c.id, c.path, v.vector FROM chunks c "
+            "JOIN vectors v ON v.embed_hash = c.embed_hash")
+
     def vector_table(self) -> tuple[list[str], list[str], np.ndarray]:
         """Every chunk that has a cached vector: ids, paths and the vectors as one matrix.
 
@@ -64,10 +71,7 @@ class VectorCache:
         # bounds the rows of the join): never the list of blobs and their joined copy at once.
         capacity = self.counts()[1]
         matrix: np.ndarray | None = None
-        for cid, path, blob in self._conn().execute(
-            "SELECT c.id, c.path, v.vector FROM chunks c "
-            "JOIN vectors v ON v.embed_hash = c.embed_hash"
-        ):
+        for cid, path, blob in self.vector_rows():
             row = np.frombuffer(blob, dtype=np.float32)
             if matrix is None:
                 matrix = np.empty((max(capacity, 1), row.size), dtype=np.float32)

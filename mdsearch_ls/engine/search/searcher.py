@@ -11,6 +11,8 @@ fused score, each list's rank) is on the hit and in ``Hit.explain``. The query g
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdsearch_ls.config import FUSIONS, MODES
+from mdsearch_ls.engine.index import vector_snapshot
 from mdsearch_ls.engine.search import keyword, phrases, ranking
 from mdsearch_ls.engine.search.hits import Hit, SearchResult
 from mdsearch_ls.engine.search.note_lookups import NoteLookups
@@ -363,10 +366,34 @@ class Searcher:
                 return table
             if self.store is not None and self.manifest.counts()[1] > EXACT_MAX_CHUNKS:
                 return None
-            ids, paths, matrix = self.manifest.vector_table()
-            table = VectorTable(gen, ids, paths, matrix)
+            mapped = vector_snapshot.load(self.manifest.path, self._identity(gen))
+            table = (VectorTable(gen, *mapped) if mapped is not None
+                     else VectorTable(gen, *self.manifest.vector_table()))
             self._table = table
             return table
+
+    def _identity(self, gen: int) -> str:
+        return vector_snapshot.identity(gen, self.manifest.get_meta("last_update"))
+
+    def leave_snapshot(self) -> None:
+        """The writer, closing: leave this generation's vectors as files for the readers to
+        map (see :mod:`~mdsearch_ls.engine.index.vector_snapshot`), unless they are there."""
+        try:
+            gen = self.manifest.generation
+            ident = self._identity(gen)
+            chunks = self.manifest.counts()[1]
+        except sqlite3.Error:  # a manifest in trouble is the next writer's to heal
+            return
+        if vector_snapshot.current(self.manifest.path) == ident:
+            return
+        table = self._table
+        if table is not None and table.generation == gen:
+            rows: Iterable[tuple[str, str, Any]] = (
+                (table.id_at(i), table.path_at(i), table.matrix[i]) for i in range(len(table)))
+        else:
+            rows = self.manifest.vector_rows()
+        with contextlib.suppress(sqlite3.Error):
+            vector_snapshot.save(self.manifest.path, ident, chunks, rows)
 
     def _fill_cosines(self, cands: Iterable[Candidate], qvec: np.ndarray) -> None:
         missing = [c for c in cands if c.cosine is None]
@@ -445,8 +472,9 @@ class Searcher:
             # the note's own chunks are dropped after: over-fetch by as many as it has
             own = table.rows_of_path.get(exclude_path or "")
             extra = 0 if own is None else int(own.size)
+            own_ids = set() if own is None else {table.id_at(int(r)) for r in own}
             found = [hit for hit in table.nearest(vector, pool + extra, None, None)
-                     if table.paths[table.row_of[hit[0]]] != exclude_path][:pool]
+                     if hit[0] not in own_ids][:pool]
         else:
             assert self.store is not None  # no table only when Chroma is there to ask
             # Unfiltered, over-fetching by the note's own chunks (dropped below): Chroma's

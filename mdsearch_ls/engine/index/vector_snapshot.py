@@ -1,0 +1,132 @@
+"""The writer's copy of an index's vectors as files a reader maps instead of reading SQLite.
+
+A search process that does not write the index (the CLI beside an editor, any CLI search of an
+up-to-date index) ranks exactly from the manifest's vector cache; reading it meant a join of
+every chunk with its vector blob, copied into a fresh matrix: 1.5 s and the whole matrix in the
+process's own memory at 96k chunks. So the writer, when it closes, leaves the same rows in the
+same order as three ``.npy`` files (vectors, ids, each row's note) and a small JSON naming them,
+and a reader whose manifest is at the snapshot's generation maps them: the page cache holds
+them once for every process, nothing is copied, and nothing is read that the query does not
+touch.
+
+The snapshot is only ever a copy. Its JSON records the manifest's generation and the time of
+that generation's commit; a reader uses it only when both are the manifest's own, and falls
+back to the manifest for anything else (no snapshot, an older one, a file gone or cut). The
+arrays of each snapshot have names of their own and the JSON is replaced last, so a reader never
+pairs one snapshot's ids with another's vectors; a reader still mapping an old one keeps it open
+after it is replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+from numpy.lib.format import open_memmap
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+
+
+def _json_path(manifest_path: Path) -> Path:
+    return manifest_path.with_name(manifest_path.stem + ".vectors.json")
+
+
+def identity(generation: int, last_update: str | None) -> str:
+    """Which manifest state a snapshot copies: a generation number alone repeats after a
+    rebuild, the commit time beside it does not."""
+    return f"{generation}:{last_update or ''}"
+
+
+def load(manifest_path: Path, ident: str) -> tuple[np.ndarray, tuple[np.ndarray, list[str]],
+                                                   np.ndarray] | None:
+    """``(ids, (path index, path names), matrix)`` mapped from the snapshot of this manifest
+    state, or None when there is none for it."""
+    try:
+        head = json.loads(_json_path(manifest_path).read_text(encoding="utf-8"))
+        if head.get("format") != FORMAT or head.get("identity") != ident:
+            return None
+        folder = manifest_path.parent
+        matrix = np.load(folder / head["matrix"], mmap_mode="r")
+        ids = np.load(folder / head["ids"], mmap_mode="r")
+        rows = np.load(folder / head["rows"], mmap_mode="r")
+        names = list(head["paths"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    n = int(head.get("n", -1))
+    if not (len(matrix) == len(ids) == len(rows) == n):
+        return None
+    if n == 0:
+        matrix = np.zeros((0, 0), dtype=np.float32)
+    return ids, (rows, names), matrix
+
+
+def save(manifest_path: Path, ident: str, capacity: int,
+         rows: Iterable[tuple[str, str, np.ndarray | bytes]]) -> bool:
+    """Write the snapshot of one manifest state from its ``(id, path, vector)`` rows, in the
+    order a reader's table would have them (a writer, when it closes). The arrays are filled
+    in place on disk, so a million rows cost their files, not their memory. ``capacity``
+    bounds the rows (the chunk count); False when it could not be written (a full disk costs
+    the next reader a slower load, nothing else)."""
+    folder = manifest_path.parent
+    stem = manifest_path.stem
+    token = secrets.token_hex(6)
+    files = {"matrix": f"{stem}.vectors-{token}.npy", "ids": f"{stem}.ids-{token}.npy",
+             "rows": f"{stem}.rows-{token}.npy"}
+    names: dict[str, int] = {}
+    n = 0
+    try:
+        matrix = ids = where = None
+        for cid, path, vector in rows:
+            vec = np.frombuffer(vector, dtype=np.float32) if isinstance(vector, bytes) else vector
+            if matrix is None:
+                shape = (max(capacity, 1), vec.size)
+                matrix = open_memmap(folder / files["matrix"], "w+", np.float32, shape)
+                ids = open_memmap(folder / files["ids"], "w+", "S32", (shape[0],))
+                where = open_memmap(folder / files["rows"], "w+", np.int32, (shape[0],))
+            if n == len(matrix) or len(cid) > 32:  # more rows than counted: not a copy
+                raise ValueError("the manifest changed while it was copied")
+            matrix[n], ids[n], where[n] = vec, cid.encode(), names.setdefault(path, len(names))
+            n += 1
+        for arr in (matrix, ids, where):
+            if arr is not None:
+                arr.flush()
+        del matrix, ids, where
+        if n and n < capacity:  # fewer rows than chunks (some without a vector): cut
+            for key in files.values():
+                arr = np.load(folder / key, mmap_mode="r")
+                np.save(folder / f"{key}.cut", np.asarray(arr[:n]))
+                del arr
+                os.replace(folder / f"{key}.cut.npy", folder / key)
+        head = {"format": FORMAT, "identity": ident, "n": n, "paths": list(names), **files}
+        tmp = folder / f"{stem}.vectors-{token}.json.tmp"
+        tmp.write_text(json.dumps(head), encoding="utf-8")
+        os.replace(tmp, _json_path(manifest_path))
+    except (OSError, ValueError) as exc:
+        log.info("no vector snapshot written: %s", exc)
+        for name in files.values():
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
+        return False
+    for old in (*folder.glob(f"{stem}.vectors-*.npy"), *folder.glob(f"{stem}.ids-*.npy"),
+                *folder.glob(f"{stem}.rows-*.npy")):
+        if old.name not in files.values():
+            with contextlib.suppress(OSError):
+                old.unlink()
+    return True
+
+
+def current(manifest_path: Path) -> str | None:
+    """The identity of the snapshot on disk, if any."""
+    try:
+        return str(json.loads(_json_path(manifest_path).read_text(encoding="utf-8"))
+                   ["identity"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
