@@ -78,7 +78,11 @@ class _Session:
             except (IndexOpenError, NotIndexedError):  # damaged or emptied: the writer heals
                 ws = None
             if ws is not None:
-                if ws.index_state().state == "ready" and ws.pending_changes() == 0:
+                try:
+                    fresh = ws.index_state().state == "ready" and ws.pending_changes() == 0
+                except IndexOpenError:  # damage a read met: the writer's open heals it
+                    fresh = False
+                if fresh:
                     log.info("the index of %s is up to date: searching it as it is", root)
                     return ws
                 ws.close()

@@ -197,7 +197,9 @@ def test_write_open_heals_and_the_index_equals_a_clean_build(built, index_copy, 
         assert ws.index().files_indexed == 0
 
 
-@pytest.mark.parametrize("damage", MANIFEST_DAMAGES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("damage", [d for d in MANIFEST_DAMAGES
+                                    if d is not garbage_inside_manifest],
+                         ids=lambda d: d.__name__)
 def test_read_open_refuses_a_damaged_manifest_and_changes_nothing(built, index_copy, damage):
     vault, _, _ = built
     damage(index_copy)
@@ -207,6 +209,29 @@ def test_read_open_refuses_a_damaged_manifest_and_changes_nothing(built, index_c
     assert "mdsearch index" in str(err.value)  # it says who heals it
     after = {p: p.read_bytes() for p in index_copy.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_a_read_open_meets_damage_inside_a_page_when_a_query_reads_it(built, index_copy):
+    """A read open reads no page it does not need (checking every one cost a search 0.44 s at
+    96k chunks): damage in the middle of the file is met by the query that reads it, which says
+    who heals it, and a read never changes the index."""
+    vault, _, _ = built
+    garbage_inside_manifest(index_copy)
+    for head in index_copy.glob("*.vectors.json"):  # vectors read from the manifest too
+        head.unlink()
+    before = {p: p.read_bytes() for p in index_copy.rglob("*") if p.is_file()}
+    with pytest.raises(IndexOpenError, match="damaged") as err:
+        ws = Workspace.open(vault, Settings(), "read", embedder=FakeEmbedder(),
+                            index_dir=index_copy)
+        try:
+            ws.pending_changes()
+            for word in TOPICS:
+                ws.hits(f"{word} section", 5, mode="keyword")
+                ws.hits(f"{word} section", 5, mode="semantic")
+        finally:
+            ws.close()
+    assert "mdsearch index" in str(err.value)
+    assert {p: p.read_bytes() for p in index_copy.rglob("*") if p.is_file()} == before
 
 
 def test_read_open_of_an_empty_manifest_is_not_indexed(built, index_copy):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from mdsearch_ls.engine.locations import ChunkRecord, FileRecord
@@ -141,3 +142,22 @@ def _batched(items: list[str], n: int) -> Iterator[list[str]]:
 
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def truncation(path: Path) -> str:
+    """``ok``, or how a SQLite file is shorter than its header says it is (the header's page
+    count is trusted only when its change counter says it is current, as SQLite does)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+        size = path.stat().st_size
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        return "ok"  # not a database at all: the first query says so
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    if pages and head[24:28] == head[92:96] and size < page * pages:
+        return f"the file is {size} bytes, its header says {page * pages}: cut short"
+    return "ok"
