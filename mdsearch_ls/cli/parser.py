@@ -122,7 +122,7 @@ def _add_setting_flags(p: argparse.ArgumentParser, applies: str) -> None:
         if choices:
             kwargs["choices"] = choices
         if isinstance(info.default, tuple):
-            kwargs.update(action="append", metavar="GLOB")
+            kwargs.update(action="append", metavar=getattr(info.check, "metavar", "GLOB"))
         else:
             kwargs["metavar"] = None if choices else info.name.split("_")[-1].upper()
         p.add_argument(info.flag, **kwargs)

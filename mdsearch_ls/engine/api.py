@@ -159,6 +159,14 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def is_document(path: str) -> bool:
+    """Whether a file name is a document mdsearch can read through a converter (``.pdf``,
+    ``.docx``, ``.html``, ``.ipynb``, ``.org``; indexed when ``include_formats`` names it)."""
+    from mdsearch_ls.engine.locations import document_format
+
+    return document_format(path) is not None
+
+
 def is_markdown(path: str) -> bool:
     """Whether a file name is a note mdsearch indexes (by its suffix)."""
     from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
@@ -216,6 +224,7 @@ __all__ = [
     "default_index_dir",
     "find_index_root",
     "has_index",
+    "is_document",
     "is_markdown",
     "lone_surrogate_field",
     "match_spans",

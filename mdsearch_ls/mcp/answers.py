@@ -151,7 +151,9 @@ def _hit_head(i: int, path: str, hit: Any) -> str:
     stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     if len(crumbs) > 1 and norm(crumbs[0]) == norm(stem):
         crumbs = crumbs[1:]
-    return f"[{i}] {path}:{hit.start_line + 1}-{hit.end_line + 1} · {' > '.join(crumbs)}{score}"
+    page = f" (page {hit.page})" if getattr(hit, "page", None) is not None else ""
+    return (f"[{i}] {path}:{hit.start_line + 1}-{hit.end_line + 1}{page} · "
+            f"{' > '.join(crumbs)}{score}")
 
 
 def _marker(next_line: int, last_line: int) -> str:
@@ -204,6 +206,7 @@ def render_hits(
                 "start_line": f.hit.start_line + 1,
                 "end_line": f.hit.end_line + 1,
                 "score": _score(f.hit),
+                **({"page": f.hit.page} if getattr(f.hit, "page", None) is not None else {}),
                 "text": shown,
                 "truncated": cut,
                 "tokens": count(shown),

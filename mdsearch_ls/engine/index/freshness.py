@@ -34,6 +34,7 @@ def pending_changes(root: Path, settings: Settings, manifest: Manifest,
         max_file_bytes=settings.max_file_bytes,
         warn=lambda _message: None,
         skipped=lambda *_skip: None,
+        formats=settings.include_formats,
     )
     known = manifest.files()
     skipped = manifest.skipped()

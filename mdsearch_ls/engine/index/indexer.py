@@ -52,6 +52,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
+def is_document(rel: str, formats: Sequence[str]) -> bool:
+    """Whether ``rel`` is read through a converter (a PDF, a notebook...) rather than as a note."""
+    return sources.format_of(rel, formats) is not None
+
 STORE_CLEAN = "store_clean"
 """Manifest meta: the generation at which the writer last closed Chroma cleanly ("" while a
 writer may have written Chroma past the manifest)."""
@@ -94,7 +99,8 @@ class Indexer:
         self.store = store
         self.embedder = embedder
         self.filter = sources.SourceFilter(
-            root, settings.include, settings.exclude, index_dir=index_dir
+            root, settings.include, settings.exclude, index_dir=index_dir,
+            formats=settings.include_formats,
         )
         self.index_dir = index_dir
         self._store_dirty = False  # the manifest's clean marker was cleared by this writer
@@ -190,6 +196,7 @@ class Indexer:
             max_file_bytes=self.settings.max_file_bytes,
             warn=report.warnings.append,
             skipped=skips.add,
+            formats=self.settings.include_formats,
         )
         known = self.manifest.files()
         present = {f.rel for f in found}
@@ -242,10 +249,10 @@ class Indexer:
                     gone.append(p)
                 continue
             st = abs_path.stat()
-            if st.st_size > self.settings.max_file_bytes:
-                skips.add(p, st.st_mtime, st.st_size,
-                          f"skipped {p}: {st.st_size / 1e6:.1f} MB exceeds max_file_bytes "
-                          f"({self.settings.max_file_bytes / 1e6:.1f} MB)")
+            too_big = sources._oversize(p, st.st_size, self.settings.max_file_bytes,
+                                        self.settings.include_formats)
+            if too_big:
+                skips.add(p, st.st_mtime, st.st_size, too_big)
                 if p in known:
                     gone.append(p)
                 continue
@@ -315,6 +322,12 @@ class Indexer:
 
         batches = _Batches(self, report, tick, cancel)
         cap = self.settings.max_chunks_per_file
+        formats = self.settings.include_formats
+        if formats:
+            # Notes first, then documents, smallest first: converting a long PDF takes seconds,
+            # and the notes' batches are embedded and committed while it runs, not after.
+            todo = sorted(todo, key=lambda s: (d := is_document(s.rel, formats),
+                                               s.size if d else 0))
         for src in todo:
             if cancel and cancel():
                 report.cancelled = True
@@ -325,7 +338,8 @@ class Indexer:
                 tick(1)
                 continue
             read = sources.read_source(
-                src.path, src.rel, max_file_bytes=self.settings.max_file_bytes
+                src.path, src.rel, max_file_bytes=self.settings.max_file_bytes,
+                formats=formats,
             )
             if read.text is None:
                 skips.add(src.rel, src.mtime, src.size,

@@ -85,7 +85,8 @@ def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None 
     chosen = index_dir or settings.index_dir
     idx = Path(chosen).expanduser().resolve() if chosen else default_index_dir(root)
     return sources.count_notes(root, include=settings.include, exclude=settings.exclude,
-                               index_dir=idx, stop_after=stop_after, seconds=seconds)
+                               index_dir=idx, stop_after=stop_after, seconds=seconds,
+                               formats=settings.include_formats)
 
 
 def broad_root_reason(root: Path | str, settings: Settings,
