@@ -325,13 +325,18 @@ class Indexer:
         formats = self.settings.include_formats
         if formats:
             # Notes first, then documents, smallest first: converting a long PDF takes seconds,
-            # and the notes' batches are embedded and committed while it runs, not after.
+            # so the notes are embedded and committed before the first document is read.
             todo = sorted(todo, key=lambda s: (d := is_document(s.rel, formats),
                                                s.size if d else 0))
+        notes_written = not formats
         for src in todo:
             if cancel and cancel():
                 report.cancelled = True
                 break
+            if not notes_written and is_document(src.rel, formats):
+                notes_written = True  # every note searchable before the first conversion
+                if not batches.pump(final=True):
+                    break
             old = known.get(src.rel)
             if old is None and skips.seen(src.rel, src.mtime, src.size):
                 skips.add(src.rel, src.mtime, src.size, "")  # reported when it changed last

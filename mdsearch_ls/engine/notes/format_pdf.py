@@ -13,9 +13,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 from typing import Any
 
 from mdsearch_ls.engine.notes.formats import Budget, ConversionError, Converted, heading, plain_line
+
+# pypdf logs what it repairs ("EOF marker not found") once per file; the reader's own warning
+# names the file and says what was done with it.
+logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 MAX_OUTLINE_LEVEL = 4
 """Outline entries deeper than this share its level, so a page heading still fits in six."""
@@ -85,8 +90,9 @@ def convert_pdf(raw: bytes, title: str, budget: Budget) -> Converted:
     with_text = read = 0
     notes: list[str] = []
     for i in range(total):
+        part: list[str] = []
         for level, name in outline.get(i, []):
-            out += [heading(level, f"{' '.join(name.split())} (p. {i + 1})"), ""]
+            part += [heading(level, f"{' '.join(name.split())} (p. {i + 1})"), ""]
             depth = level
         try:
             text = pages[i].extract_text() or ""
@@ -95,11 +101,10 @@ def convert_pdf(raw: bytes, title: str, budget: Budget) -> Converted:
             text = ""
         read += 1
         lines = [plain_line(line) for line in text.split("\n")]
-        if not any(line.strip() for line in lines):
-            continue
-        with_text += 1
-        part = [heading(depth + 1, f"Page {i + 1}"), "", *lines, ""]
-        if not budget.take("\n".join(part)):
+        if any(line.strip() for line in lines):
+            with_text += 1
+            part += [heading(depth + 1, f"Page {i + 1}"), "", *lines, ""]
+        if part and not budget.take("\n".join(part)):
             budget.reason += f" (pages {i + 1}-{total} of {total} left out)"
             break
         out += part

@@ -49,6 +49,10 @@ CONVERT_SECONDS = 30.0
 EXTRA = "mdsearch-ls[formats]"
 
 
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.0f} kB"
+
+
 class ConversionError(Exception):
     """The document cannot be read; the message says why, for a person ("encrypted PDF")."""
 
@@ -70,7 +74,7 @@ class Budget:
         """Count ``text``; False (and ``reason`` set) once the document is over its budget."""
         self.used += len(text)
         if self.used > self.chars:
-            self.reason = f"its text passes max_file_bytes ({self.chars / 1e6:.1f} MB)"
+            self.reason = f"its text passes max_file_bytes ({_size(self.chars)})"
         elif time.monotonic() > self.deadline:
             self.reason = f"converting it took more than {CONVERT_SECONDS:.0f} s"
         return not self.reason
@@ -107,8 +111,8 @@ def oversize(rel: str, size: int, fmt: str, max_file_bytes: int) -> str | None:
     limit = raw_limit(fmt, max_file_bytes)
     if size <= limit:
         return None
-    return (f"skipped {rel}: {size / 1e6:.1f} MB exceeds the limit for .{fmt} files "
-            f"({limit / 1e6:.1f} MB, {RAW_FACTOR[fmt]} x max_file_bytes)")
+    return (f"skipped {rel}: {_size(size)} exceeds the limit for .{fmt} files "
+            f"({_size(limit)}, {RAW_FACTOR[fmt]} x max_file_bytes)")
 
 
 def _converter(fmt: str) -> Converter:
@@ -325,5 +329,5 @@ def convert_org(raw: bytes, title: str, budget: Budget) -> Converted:
         out.append("```")
     body = "\n".join(out)
     if not budget.take(body):
-        raise ConversionError(f"its text passes max_file_bytes ({budget.chars / 1e6:.1f} MB)")
+        raise ConversionError(f"its text passes max_file_bytes ({_size(budget.chars)})")
     return Converted(body)
