@@ -152,7 +152,7 @@ def test_the_setting_names_formats(tmp_path: Path) -> None:
     s = settings_from_flags({"include_formats": ["pdf,ipynb", "org"]})
     assert s.include_formats == ("pdf", "ipynb", "org")
     assert settings_from_flags({"include_formats": ["all"]}).include_formats == DOCUMENT_FORMATS
-    with pytest.raises(SettingError, match="--include-formats.*unknown format 'pfd'"):
+    with pytest.raises(SettingError, match=r"--include-formats.*unknown format 'pfd'"):
         settings_from_flags({"include_formats": ["pfd"]})
     assert dataclasses.replace(Settings()).include_formats == ()
 
@@ -177,7 +177,7 @@ def test_reading_a_document_for_a_front_end_gives_the_converted_text(tmp_path: P
 
     root = write_documents(tmp_path / "vault")
     flt = SourceFilter(root, formats=("pdf",))
-    rel, text = read_checked(root, "papers/sourdough.pdf", "papers/sourdough.pdf", name="v",
+    _, text = read_checked(root, "papers/sourdough.pdf", "papers/sourdough.pdf", name="v",
                              accepts=flt.accepts, max_file_bytes=2_000_000, formats=("pdf",))
     assert "## Page 1" in text and "wild yeast" in text
     with pytest.raises(RequestError, match="not a markdown note"):
