@@ -183,3 +183,49 @@ def test_reading_a_document_for_a_front_end_gives_the_converted_text(tmp_path: P
     with pytest.raises(RequestError, match="not a markdown note"):
         read_checked(root, "handbook.docx", "handbook.docx", name="v", accepts=flt.accepts,
                      max_file_bytes=2_000_000, formats=("pdf",))
+
+
+async def test_the_language_server_lists_document_hits_but_offers_nothing_inside_them(
+    tmp_path: Path, fake_embedder
+) -> None:
+    from lsprotocol import types
+
+    from mdsearch_ls.lsp.convert import path_to_uri
+    from mdsearch_ls.lsp.features import completion, hover, lenses, symbols, sync
+    from mdsearch_ls.lsp.workspace_folders import FolderManager
+
+    root = write_documents(tmp_path / "vault")
+    manager = FolderManager(embedder=fake_embedder)
+    manager.settings = ALL
+    try:
+        folder = manager.add(root)
+        assert folder is not None
+        report = await manager.start(folder)
+        assert report is not None and "papers/sourdough.pdf" in folder.notes()
+        found = await symbols.workspace_symbol(
+            manager, types.WorkspaceSymbolParams(query="refrigerator overnight crumb sour"))
+        pdf_uri = path_to_uri(root / "papers/sourdough.pdf")
+        hit = next(s for s in found if s.location.uri == pdf_uri)
+        # Its lines are the converted text's, not the file's: the editor opens it at the top.
+        assert hit.location.range.start.line == 0 and hit.name == "Page 3"
+        # The editor opened the PDF (its bytes read as text): nothing is offered in it.
+        garbage = (root / "papers/sourdough.pdf").read_bytes().decode("latin-1")
+        doc = types.TextDocumentIdentifier(uri=pdf_uri)
+        at = types.Position(line=3, character=2)
+        assert await hover.hover(manager, types.HoverParams(text_document=doc, position=at),
+                                 garbage) is None
+        assert await completion.completion(
+            manager, types.CompletionParams(text_document=doc, position=at), "[[" + garbage
+        ) is None
+        assert lenses.code_lenses(manager, pdf_uri, garbage) == []
+        sync.did_open(manager, pdf_uri)  # not a crash, and no re-index of a known document
+        # A markdown note of the same folder still gets its hover.
+        note = types.TextDocumentIdentifier(uri=path_to_uri(root / "notes/garden.md"))
+        folder.apply_settings(dataclasses.replace(ALL, hover_min_score=-1.0))
+        assert await hover.hover(
+            manager, types.HoverParams(text_document=note, position=types.Position(line=2,
+                                                                                   character=0)),
+            (root / "notes/garden.md").read_text()) is not None
+    finally:
+        for f in list(manager.folders.values()):
+            f.close()
