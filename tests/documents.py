@@ -46,7 +46,7 @@ def formats_or_skip() -> None:
                     "python-docx) are not installed")
 
 
-def pdf_bytes(pages: list[tuple[str, int, str]], *, title: str = "Baking notes",
+def pdf_bytes(pages: list[tuple[str | None, int, str]], *, title: str = "Baking notes",
               blank: bool = False) -> bytes:
     """A PDF written by reportlab, one page per entry, with an outline entry per page at its
     level (``blank``: pages with a drawn shape and no text, as a scan's are to a text layer)."""
@@ -59,7 +59,8 @@ def pdf_bytes(pages: list[tuple[str, int, str]], *, title: str = "Baking notes",
     for i, (entry, level, text) in enumerate(pages):
         key = f"page{i}"
         c.bookmarkPage(key)
-        c.addOutlineEntry(entry, key, level=level)
+        if entry:  # a page without an entry falls under the one before it
+            c.addOutlineEntry(entry, key, level=level)
         if blank:
             c.rect(72, 400, 300, 300, fill=1)
         else:
