@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     f = p.add_argument_group("filters (the same as typing them in QUERY; repeat to add more)")
     f.add_argument("--path", action="append", metavar="DIR|GLOB", help="notes under a folder")
     f.add_argument("--tag", action="append", metavar="TAG", help="notes carrying the tag")
-    f.add_argument("--type", action="append", metavar="md|markdown")
+    f.add_argument("--type", action="append", metavar="md|pdf|docx|html|ipynb|org")
     f.add_argument("--modified", action="append", metavar="WHEN",
                    help="e.g. '>2025-01-01', '<2025-06', '7d'")
     f.add_argument("--phrase", action="append", metavar="TEXT",

@@ -76,6 +76,11 @@ def test_a_search_hit_in_a_pdf_carries_its_page(tmp_path: Path, make_workspace) 
     assert top.to_json()["page"] == 3 and top.to_json()["format"] == "pdf"
     note = ws.search(SearchRequest.build("compost heap", k=1)).hits[0]
     assert "page" not in note.to_json() and "format" not in note.to_json()
+    # type: names a document format, as it names md.
+    only = ws.search(SearchRequest.build("tyre puncture type:html", k=5)).hits
+    assert {h.path for h in only} == {"saved/flat-tyre.html"}
+    assert {h.path for h in ws.search(SearchRequest.build("flour type:pdf", k=5)).hits} == {
+        "papers/sourdough.pdf"}
 
 
 def test_documents_are_read_after_the_notes_are_committed(
