@@ -234,3 +234,38 @@ async def test_the_language_server_lists_document_hits_but_offers_nothing_inside
     finally:
         for f in list(manager.folders.values()):
             f.close()
+
+
+async def test_a_watched_change_of_a_pdf_reindexes_it(
+    tmp_path: Path, fake_embedder, touch_later
+) -> None:
+    from lsprotocol import types
+
+    from mdsearch_ls.lsp.convert import path_to_uri
+    from mdsearch_ls.lsp.features import lifecycle, sync
+    from mdsearch_ls.lsp.workspace_folders import FolderManager
+
+    assert "pdf" in lifecycle.DOCUMENT_GLOB  # the client is asked to watch documents too
+    root = write_documents(tmp_path / "vault")
+    manager = FolderManager(embedder=fake_embedder)
+    manager.settings = Settings(include_formats=("pdf",))
+    try:
+        folder = manager.add(root)
+        assert folder is not None and await manager.start(folder) is not None
+        pdf = root / "papers/sourdough.pdf"
+        edited = list(PAPER_PAGES)
+        edited[3] = ("Results", 0, "A clay baker gave the crispest crust of all the pots.")
+        pdf.write_bytes(pdf_bytes(edited))
+        touch_later(pdf)
+        sync.watched_files(manager, [types.FileEvent(uri=path_to_uri(pdf),
+                                                     type=types.FileChangeType.Changed)])
+        folder.settled().result(timeout=30)
+        _, text = folder.read_note("papers/sourdough.pdf")
+        assert "clay baker" in text
+        assert "crispest crust" in " ".join(
+            c.text for c in folder.ws.manifest.chunks_for("papers/sourdough.pdf"))
+        # A format the folder does not read is no change to it.
+        assert not manager.service.changed(root / "handbook.docx", True)
+    finally:
+        for f in list(manager.folders.values()):
+            f.close()
