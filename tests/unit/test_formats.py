@@ -269,3 +269,16 @@ async def test_a_watched_change_of_a_pdf_reindexes_it(
     finally:
         for f in list(manager.folders.values()):
             f.close()
+
+
+def test_a_pdf_past_the_time_limit_keeps_what_was_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pdf = tmp_path / "slow.pdf"
+    pdf.write_bytes(pdf_bytes(PAPER_PAGES))
+    monkeypatch.setattr(formats, "CONVERT_SECONDS", 0.0)
+    read = formats.read_document(pdf, "slow.pdf", "pdf", max_file_bytes=2_000_000)
+    assert read.text is not None and "wild yeast" in read.text  # page 1
+    assert "Page 2" not in read.text
+    assert read.warning == ("slow.pdf: only part of it is indexed: converting it took more "
+                            "than 0 s (pages 2-4 of 4 left out)")

@@ -67,15 +67,18 @@ class Budget:
     reason: str = ""
 
     @classmethod
-    def for_file(cls, max_chars: int, seconds: float = CONVERT_SECONDS) -> Budget:
-        return cls(max_chars, time.monotonic() + seconds)
+    def for_file(cls, max_chars: int, seconds: float | None = None) -> Budget:
+        return cls(max_chars, time.monotonic() + (CONVERT_SECONDS if seconds is None
+                                                  else seconds))
 
     def take(self, text: str) -> bool:
-        """Count ``text``; False (and ``reason`` set) once the document is over its budget."""
+        """Count ``text``; False (and ``reason`` set) once the document is over its budget. The
+        first part always fits the time: a slow first page is still worth indexing."""
+        first = self.used == 0
         self.used += len(text)
         if self.used > self.chars:
             self.reason = f"its text passes max_file_bytes ({_size(self.chars)})"
-        elif time.monotonic() > self.deadline:
+        elif not first and time.monotonic() > self.deadline:
             self.reason = f"converting it took more than {CONVERT_SECONDS:.0f} s"
         return not self.reason
 
