@@ -62,6 +62,8 @@ def _formats(value: Any) -> tuple[str, ...]:
     names = {p.strip().lower().lstrip(".") for v in value for p in v.split(",")} - {""}
     if "all" in names:
         return DOCUMENT_FORMATS
+    if names == {"none"}:  # the CLI's way to turn them off for an index that has them
+        return ()
     bad = sorted(names - set(DOCUMENT_FORMATS))
     if bad:
         raise ValueError(f"unknown format {bad[0]!r}: expected some of "
@@ -69,7 +71,7 @@ def _formats(value: Any) -> tuple[str, ...]:
     return tuple(f for f in DOCUMENT_FORMATS if f in names)
 
 
-_formats.item_choices = (*DOCUMENT_FORMATS, "all")  # type: ignore[attr-defined]
+_formats.item_choices = (*DOCUMENT_FORMATS, "all", "none")  # type: ignore[attr-defined]
 _formats.metavar = "FORMATS"  # type: ignore[attr-defined]
 
 
@@ -163,7 +165,8 @@ class Settings:
     include_formats: tuple[str, ...] = setting(
         (), _formats, "Documents to index beside the notes, converted to sections: pdf (a "
         "page is a section under the outline's headings), docx, html, ipynb (markdown and code "
-        "cells, no outputs), org; or all. Needs the extra mdsearch-ls[formats]; off by default.",
+        "cells, no outputs), org; or all. Needs the extra mdsearch-ls[formats]; off by default "
+        "(the CLI keeps what the index was built with unless given, none turning it off).",
         client="includeFormats", applies="index", cli=True, scope="resource")
     index_dir: str | None = setting(
         None, _opt_str, "Where the index lives; by default a folder in the user cache keyed by "

@@ -74,6 +74,7 @@ _WHERE: dict[str, str] = {
     "default_index_dir": "mdsearch_ls.engine.index.layout",
     "find_index_root": "mdsearch_ls.engine.index.layout",
     "has_index": "mdsearch_ls.engine.index.layout",
+    "index_formats": "mdsearch_ls.engine.index.layout",
     "Folders": "mdsearch_ls.engine.service.folders",
     "notes_under": "mdsearch_ls.engine.service.folders",
     "FolderState": "mdsearch_ls.engine.states",
@@ -110,6 +111,7 @@ if TYPE_CHECKING:
         default_index_dir,
         find_index_root,
         has_index,
+        index_formats,
     )
     from mdsearch_ls.engine.notes.chunking import Heading, outline
     from mdsearch_ls.engine.notes.decoding import lone_surrogate_field
@@ -224,6 +226,7 @@ __all__ = [
     "default_index_dir",
     "find_index_root",
     "has_index",
+    "index_formats",
     "is_document",
     "is_markdown",
     "lone_surrogate_field",

@@ -61,11 +61,17 @@ def test_the_cli_names_a_pdf_hit_by_its_page(vault: Path, tmp_path: Path) -> Non
     best = json.loads(first.stdout)["results"][0]
     assert (best["path"], best["page"], best["format"]) == ("papers/sourdough.pdf", 3, "pdf")
     assert "bad/scanned.pdf" in first.stderr and "no OCR" in first.stderr
-    text = run_cli("search", query, "--root", str(vault), "--include-formats", "all", "-k", "1",
-                   cache=cache)
+    # Without the flag a command keeps the formats the index was built with ...
+    text = run_cli("search", query, "-k", "1", cache=cache, cwd=vault)
     assert text.returncode == 0, text.stderr
     head = text.stdout.splitlines()[0]
     assert head.startswith(" 1. ") and "sourdough.pdf  (page 3, similarity " in head, head
+    # ... and "none" turns them off: the documents leave the index, the notes stay.
+    off = run_cli("search", query, "--include-formats", "none", "--json", "-k", "5",
+                  cache=cache, cwd=vault)
+    assert off.returncode == 0, off.stderr
+    paths = {h["path"] for h in json.loads(off.stdout)["results"]}
+    assert paths and all(p.endswith(".md") for p in paths), paths
 
 
 def test_mcp_search_and_read_section_hand_out_the_converted_section(

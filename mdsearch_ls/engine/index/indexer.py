@@ -42,6 +42,7 @@ from mdsearch_ls.engine.index.embed_queue import (
     _Pending,
     _Skips,
 )
+from mdsearch_ls.engine.index.layout import FORMATS_META
 from mdsearch_ls.engine.index.manifest import Manifest
 from mdsearch_ls.engine.index.vector_store import ChromaStore, chunk_metadata
 from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
@@ -187,6 +188,8 @@ class Indexer:
             self.manifest.clear()
             self._settled = True
         report.repaired = self.reconcile()
+        # What this scan reads, for a later command that does not name the formats (the CLI).
+        self.manifest.set_meta(FORMATS_META, ",".join(self.settings.include_formats))
         skips = _Skips(self.manifest, report)
         found = sources.scan(
             self.root,
