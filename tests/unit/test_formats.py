@@ -282,3 +282,18 @@ def test_a_pdf_past_the_time_limit_keeps_what_was_read(
     assert "Page 2" not in read.text
     assert read.warning == ("slow.pdf: only part of it is indexed: converting it took more "
                             "than 0 s (pages 2-4 of 4 left out)")
+
+
+def test_a_touched_document_is_not_converted_again(
+    tmp_path: Path, make_workspace, touch_later, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_documents(tmp_path / "vault")
+    ws = make_workspace(root, settings=ALL)
+    ws.index()
+    calls: list[str] = []
+    real = formats._converter
+    monkeypatch.setattr(formats, "_converter", lambda fmt: calls.append(fmt) or real(fmt))
+    touch_later(root / "papers/sourdough.pdf")  # a checkout, a sync: same bytes, new mtime
+    report = ws.index()
+    assert calls == [] and report.files_indexed == 0 and report.chunks_embedded == 0
+    assert len(ws.manifest.chunks_for("papers/sourdough.pdf")) > 4

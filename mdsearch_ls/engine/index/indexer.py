@@ -58,6 +58,7 @@ def is_document(rel: str, formats: Sequence[str]) -> bool:
     """Whether ``rel`` is read through a converter (a PDF, a notebook...) rather than as a note."""
     return sources.format_of(rel, formats) is not None
 
+
 STORE_CLEAN = "store_clean"
 """Manifest meta: the generation at which the writer last closed Chroma cleanly ("" while a
 writer may have written Chroma past the manifest)."""
@@ -347,7 +348,7 @@ class Indexer:
                 continue
             read = sources.read_source(
                 src.path, src.rel, max_file_bytes=self.settings.max_file_bytes,
-                formats=formats,
+                formats=formats, known_hash=old.content_hash if old is not None else None,
             )
             if read.text is None:
                 skips.add(src.rel, src.mtime, src.size,

@@ -100,6 +100,7 @@ def read_source(
     *,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     formats: Sequence[str] = (),
+    known_hash: str | None = None,
 ) -> ReadResult:
     """Read one note as text, turning every problem into a warning rather than an exception.
 
@@ -112,14 +113,17 @@ def read_source(
     result is mostly such characters or control characters: then it is binary too.
 
     A document of a format ``formats`` names (``include_formats``: a PDF, a notebook...) is
-    converted to markdown instead (:mod:`.formats`): every reader gets the same text.
+    converted to markdown instead (:mod:`.formats`): every reader gets the same text. With
+    ``known_hash`` (the indexed version's), a document whose bytes still hash to it is not
+    converted again: its text is ``""`` (a touched PDF costs a hash, not a conversion).
     """
     if formats:
         from mdsearch_ls.engine.notes import formats as documents
 
         fmt = documents.format_of(rel, formats)
         if fmt is not None:
-            return documents.read_document(path, rel, fmt, max_file_bytes=max_file_bytes)
+            return documents.read_document(path, rel, fmt, max_file_bytes=max_file_bytes,
+                                           known_hash=known_hash)
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size

@@ -130,8 +130,11 @@ def _converter(fmt: str) -> Converter:
     return convert_ipynb if fmt == "ipynb" else convert_org
 
 
-def read_document(path: Path, rel: str, fmt: str, *, max_file_bytes: int) -> ReadResult:
-    """Read one document as markdown text, every failure a warning naming the file."""
+def read_document(
+    path: Path, rel: str, fmt: str, *, max_file_bytes: int, known_hash: str | None = None
+) -> ReadResult:
+    """Read one document as markdown text, every failure a warning naming the file; ``""``
+    without converting when its bytes hash to ``known_hash``."""
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -144,6 +147,9 @@ def read_document(path: Path, rel: str, fmt: str, *, max_file_bytes: int) -> Rea
     too_big = oversize(rel, len(raw), fmt, max_file_bytes)
     if too_big:
         return ReadResult(None, "", too_big)
+    content_hash = hashlib.sha256(raw).hexdigest()
+    if known_hash is not None and content_hash == known_hash:
+        return ReadResult("", content_hash, None)
     budget = Budget.for_file(max_file_bytes)
     try:
         out = _converter(fmt)(raw, PurePosixPath(rel).stem, budget)
@@ -163,7 +169,7 @@ def read_document(path: Path, rel: str, fmt: str, *, max_file_bytes: int) -> Rea
     if budget.reason:
         notes.append(f"only part of it is indexed: {budget.reason}")
     warning = f"{rel}: " + "; ".join(notes) if notes else None
-    return ReadResult(text, hashlib.sha256(raw).hexdigest(), warning)
+    return ReadResult(text, content_hash, warning)
 
 
 # ---- plain text inside markdown -----------------------------------------------------------
