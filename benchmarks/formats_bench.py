@@ -182,7 +182,8 @@ def main() -> None:
         (base / "convert").mkdir()
         results = {
             "pages": args.pages,
-            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                        "load_average_before": [round(x, 2) for x in os.getloadavg()]},
             "convert": convert(base / "convert", doc, args.repeat),
             "index": index_cost(base, doc),
         }
