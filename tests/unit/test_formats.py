@@ -297,3 +297,16 @@ def test_a_touched_document_is_not_converted_again(
     report = ws.index()
     assert calls == [] and report.files_indexed == 0 and report.chunks_embedded == 0
     assert len(ws.manifest.chunks_for("papers/sourdough.pdf")) > 4
+
+
+def test_a_pdf_titled_by_its_writer_is_titled_by_its_file_name(tmp_path: Path) -> None:
+    from mdsearch_ls.engine.notes.chunking import parse_note
+
+    for meta, expected in (("Microsoft Word - draft3.docx", "bread"), ("Bread science",
+                                                                         "Bread science")):
+        pdf = tmp_path / "bread.pdf"
+        pdf.write_bytes(pdf_bytes(PAPER_PAGES[:1], title=meta))
+        read = formats.read_document(pdf, "bread.pdf", "pdf", max_file_bytes=2_000_000)
+        assert read.text is not None
+        note = parse_note(read.text, fallback_title="bread", path="bread.pdf")
+        assert note.meta.title == expected

@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import logging
+import re
 from typing import Any
 
 from mdsearch_ls.engine.notes.formats import Budget, ConversionError, Converted, heading, plain_line
@@ -21,6 +22,11 @@ from mdsearch_ls.engine.notes.formats import Budget, ConversionError, Converted,
 # pypdf logs what it repairs ("EOF marker not found") once per file; the reader's own warning
 # names the file and says what was done with it.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+# What PDF writers put in the Title field when the author gave none: the file name wins then.
+_PLACEHOLDER_TITLE = re.compile(
+    r"^(microsoft \w+ - |untitled\b)|\.(docx?|pdf|tex|dvi|odt|pages|indd|pptx?|xlsx?)$",
+    re.IGNORECASE)
 
 MAX_OUTLINE_LEVEL = 4
 """Outline entries deeper than this share its level, so a page heading still fits in six."""
@@ -84,7 +90,7 @@ def convert_pdf(raw: bytes, title: str, budget: Budget) -> Converted:
     meta_title = ""
     with contextlib.suppress(Exception):
         meta_title = str((reader.metadata or {}).get("/Title") or "").strip()
-    if meta_title:
+    if meta_title and not _PLACEHOLDER_TITLE.search(meta_title):
         out += ["---", f"title: {json.dumps(' '.join(meta_title.split()))}", "---", ""]
     depth = 0
     with_text = read = 0
