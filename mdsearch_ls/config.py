@@ -27,6 +27,8 @@ FUSIONS = ("convex", "rrf")
 BACKENDS = ("onnx", "onnx-int8", "torch")
 LINK_STYLES = ("wikilink", "markdown")
 RELATED_DISPLAYS = ("codeLens", "inlayHint", "off")
+DOCUMENT_FORMATS = ("pdf", "docx", "html", "ipynb", "org")
+"""Formats ``include_formats`` may name: read through converters (engine/notes/formats.py)."""
 
 Applies = Literal["index", "search", "server"]
 """What a change affects: ``index`` reopens (and may rebuild) the index, ``search`` applies to the
@@ -48,6 +50,29 @@ def _globs(value: Any) -> tuple[str, ...]:
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return tuple(v for v in value if v.strip())
     raise ValueError("expected a list of glob strings")
+
+
+def _formats(value: Any) -> tuple[str, ...]:
+    """``pdf,docx`` or a list (each item may hold commas too, as repeated CLI flags give them);
+    ``all`` names every format. Kept in the order of DOCUMENT_FORMATS."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"expected a list of formats from {', '.join(DOCUMENT_FORMATS)}")
+    names = {p.strip().lower().lstrip(".") for v in value for p in v.split(",")} - {""}
+    if "all" in names:
+        return DOCUMENT_FORMATS
+    if names == {"none"}:  # the CLI's way to turn them off for an index that has them
+        return ()
+    bad = sorted(names - set(DOCUMENT_FORMATS))
+    if bad:
+        raise ValueError(f"unknown format {bad[0]!r}: expected some of "
+                         f"{', '.join(DOCUMENT_FORMATS)} (or all)")
+    return tuple(f for f in DOCUMENT_FORMATS if f in names)
+
+
+_formats.item_choices = (*DOCUMENT_FORMATS, "all", "none")  # type: ignore[attr-defined]
+_formats.metavar = "FORMATS"  # type: ignore[attr-defined]
 
 
 def _opt_str(value: Any) -> str | None:
@@ -137,6 +162,12 @@ class Settings:
         "other dot-folders (an include glob naming one, like .notes/**, brings it back) and "
         ".gitignore.",
         client="exclude", applies="index", cli=True, scope="resource")
+    include_formats: tuple[str, ...] = setting(
+        (), _formats, "Documents to index beside the notes, converted to sections: pdf (a "
+        "page is a section under the outline's headings), docx, html, ipynb (markdown and code "
+        "cells, no outputs), org; or all. Needs the extra mdsearch-ls[formats]; off by default "
+        "(the CLI keeps what the index was built with unless given, none turning it off).",
+        client="includeFormats", applies="index", cli=True, scope="resource")
     index_dir: str | None = setting(
         None, _opt_str, "Where the index lives; by default a folder in the user cache keyed by "
         "the notes' path.",

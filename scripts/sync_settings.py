@@ -49,6 +49,9 @@ def package_property(info: SettingInfo) -> dict[str, Any]:
     prop: dict[str, Any] = {"type": _json_type(info)}
     if prop["type"] == "array":
         prop["items"] = {"type": "string"}
+        item_choices = getattr(info.check, "item_choices", None)
+        if item_choices:
+            prop["items"]["enum"] = list(item_choices)
     default = info.default
     prop["default"] = list(default) if isinstance(default, tuple) else ("" if default is None
                                                                         else default)

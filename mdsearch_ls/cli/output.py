@@ -143,7 +143,8 @@ class _Printer:
             for h, r in zip(hits, rendered, strict=True):
                 path = self.style.path(_shown(self.ws.root / h.path))
                 text = f"{h.breadcrumb}: {self.style.marked(r.text, r.spans)}"
-                print(f"{path}:{self.style.line(str(h.start_line + 1))}:1:{text}")
+                line = h.start_line + 1 if h.file_lines else 1
+                print(f"{path}:{self.style.line(str(line))}:1:{text}")
         elif fmt == "paths":
             for h in hits:
                 shown = _shown(self.ws.root / h.path)
@@ -169,8 +170,13 @@ class _Printer:
         for i, (h, r) in enumerate(zip(hits, rendered, strict=True), start=1):
             # path:line first: the form terminals and editors open on a click.
             start, end = h.start_line + 1, h.end_line + 1
-            print(f"{i:2}. {st.path(_shown(self.ws.root / h.path))}:{st.line(str(start))}  "
-                  + st.dim(f"(lines {start}-{end}, {_score_text(h, self.mode)})"))
+            shown = st.path(_shown(self.ws.root / h.path))
+            if h.file_lines:
+                print(f"{i:2}. {shown}:{st.line(str(start))}  "
+                      + st.dim(f"(lines {start}-{end}, {_score_text(h, self.mode)})"))
+            else:  # a converted document: its page, or its heading path below, says where
+                where = f"page {h.page}, " if h.page is not None else ""
+                print(f"{i:2}. {shown}  " + st.dim(f"({where}{_score_text(h, self.mode)})"))
             crumb = h.breadcrumb
             print(f"{indent}{st.marked(crumb, match_spans(crumb, terms), base='1')}")
             for line in self._wrap(r, width, 2):
@@ -226,7 +232,7 @@ def _maybe_open(args: argparse.Namespace, ws: Any, hits: Sequence[Any]) -> int:
     if not 1 <= args.open <= len(hits):
         raise UsageError(f"--open {args.open}: there are {len(hits)} hits")
     hit = hits[args.open - 1]
-    return _open_in_editor(ws.root / hit.path, hit.start_line + 1)
+    return _open_in_editor(ws.root / hit.path, hit.start_line + 1 if hit.file_lines else 1)
 
 
 def _check_output_args(args: argparse.Namespace) -> None:

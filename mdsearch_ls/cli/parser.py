@@ -123,7 +123,7 @@ def _add_setting_flags(p: argparse.ArgumentParser, applies: str) -> None:
         if choices:
             kwargs["choices"] = choices
         if isinstance(info.default, tuple):
-            kwargs.update(action="append", metavar="GLOB")
+            kwargs.update(action="append", metavar=getattr(info.check, "metavar", "GLOB"))
         else:
             kwargs["metavar"] = None if choices else info.name.split("_")[-1].upper()
         p.add_argument(info.flag, **kwargs)
@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     f = p.add_argument_group("filters (the same as typing them in QUERY; repeat to add more)")
     f.add_argument("--path", action="append", metavar="DIR|GLOB", help="notes under a folder")
     f.add_argument("--tag", action="append", metavar="TAG", help="notes carrying the tag")
-    f.add_argument("--type", action="append", metavar="md|markdown")
+    f.add_argument("--type", action="append", metavar="md|pdf|docx|html|ipynb|org")
     f.add_argument("--modified", action="append", metavar="WHEN",
                    help="e.g. '>2025-01-01', '<2025-06', '7d'")
     f.add_argument("--phrase", action="append", metavar="TEXT",

@@ -6,6 +6,7 @@ signals."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,7 @@ class _Session:
         """
         from mdsearch_ls.engine.api import IndexOpenError, NotIndexedError, Workspace, has_index
 
+        self._remembered_formats(root)
         if mode == "read-if-locked" and has_index(root, self.settings):
             try:
                 ws = Workspace.open(root, self.settings, "read", embedder=self.embedder)
@@ -95,6 +97,18 @@ class _Session:
         if ws.switched:
             _note(self.args, ws.switched)
         return ws
+
+    def _remembered_formats(self, root: Path) -> None:
+        """Without ``--include-formats``, the formats the index was last built with: a search
+        must not drop the PDFs that ``mdsearch index --include-formats pdf`` put in, as a note
+        that no longer matches would be dropped (``--include-formats none`` turns them off)."""
+        if getattr(self.args, "include_formats", None) is not None:
+            return
+        from mdsearch_ls.engine.api import index_formats
+
+        stored = index_formats(root, self.settings)
+        if stored and stored != self.settings.include_formats:
+            self.settings = dataclasses.replace(self.settings, include_formats=stored)
 
     def update(self, ws: Any, *, rebuild: bool = False, first: bool = False) -> tuple[Any, int]:
         """Bring the index up to date with a truthful progress line; ``(report, exit code)``,

@@ -74,6 +74,7 @@ _WHERE: dict[str, str] = {
     "default_index_dir": "mdsearch_ls.engine.index.layout",
     "find_index_root": "mdsearch_ls.engine.index.layout",
     "has_index": "mdsearch_ls.engine.index.layout",
+    "index_formats": "mdsearch_ls.engine.index.layout",
     "Folders": "mdsearch_ls.engine.service.folders",
     "notes_under": "mdsearch_ls.engine.service.folders",
     "FolderState": "mdsearch_ls.engine.states",
@@ -114,6 +115,7 @@ if TYPE_CHECKING:
         default_index_dir,
         find_index_root,
         has_index,
+        index_formats,
     )
     from mdsearch_ls.engine.notes.chunking import Heading, outline
     from mdsearch_ls.engine.notes.decoding import lone_surrogate_field
@@ -167,6 +169,14 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def is_document(path: str) -> bool:
+    """Whether a file name is a document mdsearch can read through a converter (``.pdf``,
+    ``.docx``, ``.html``, ``.ipynb``, ``.org``; indexed when ``include_formats`` names it)."""
+    from mdsearch_ls.engine.locations import document_format
+
+    return document_format(path) is not None
 
 
 def is_markdown(path: str) -> bool:
@@ -227,6 +237,8 @@ __all__ = [
     "default_index_dir",
     "find_index_root",
     "has_index",
+    "index_formats",
+    "is_document",
     "is_markdown",
     "lone_surrogate_field",
     "match_spans",

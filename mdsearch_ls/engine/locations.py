@@ -8,7 +8,32 @@ four hand-written copies.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+DOCUMENT_SUFFIXES: dict[str, str] = {
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".html": "html",
+    ".htm": "html",
+    ".ipynb": "ipynb",
+    ".org": "org",
+}
+"""Files that are not markdown but are converted to it when ``include_formats`` names their
+format (``engine/notes/formats.py``). Here, at the bottom, because a hit's page is read from its
+location and every layer above may ask what kind of file a path is."""
+
+PAGE_HEADING = re.compile(r"^Page (\d+)$|\(p\. (\d+)\)$")
+"""The headings the PDF converter writes: ``Page N`` over each page's text, and an outline
+entry's title with ``(p. N)``, the page it points to: a PDF hit's page is in its section's
+title, whichever of the two it is."""
+
+
+def document_format(path: str) -> str | None:
+    """The converted format of a file by its suffix (``"pdf"``), or None for a note (or any
+    other file). Independent of the setting: it says what the file is, not whether it is read."""
+    dot = path.rfind(".")
+    return DOCUMENT_SUFFIXES.get(path[dot:].lower()) if dot >= 0 else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +51,27 @@ class Location:
     """The headings from the top of the note down to this section, joined by ``" > "``."""
     start_line: int
     end_line: int
+
+    @property
+    def page(self) -> int | None:
+        """The 1-based page of a hit in a PDF (its section is one page: the converter puts a
+        ``Page N`` heading at the top of each), else None."""
+        if document_format(self.path) != "pdf":
+            return None
+        m = PAGE_HEADING.search(self.title)
+        return int(m.group(1) or m.group(2)) if m else None
+
+    @property
+    def format(self) -> str | None:
+        """The converted format of the file the hit is in (``"pdf"``), None for a note."""
+        return document_format(self.path)
+
+    @property
+    def file_lines(self) -> bool:
+        """Whether the lines are the file's own (a note, an Org file, converted line for line)
+        rather than lines of a converted text (a PDF, Word, HTML, a notebook): only then may a
+        front end open the file at them; otherwise at its top, with the page or heading."""
+        return self.format in (None, "org")
 
     def location_fields(self) -> dict[str, str | int]:
         """The location alone, in declaration order (JSON output and store metadata)."""

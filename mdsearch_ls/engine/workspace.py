@@ -443,9 +443,9 @@ class Workspace(WriterOpen):
         if self.indexer is not None:
             return self.indexer.filter.accepts(rel)
         if self._filter is None:
-            self._filter = sources.SourceFilter(
-                self.root, self.settings.include, self.settings.exclude, index_dir=self.index_dir
-            )
+            s = self.settings
+            self._filter = sources.SourceFilter(self.root, s.include, s.exclude,
+                                                index_dir=self.index_dir, formats=s.include_formats)
         return self._filter.accepts(rel)
 
     def status(self) -> dict[str, Any]:

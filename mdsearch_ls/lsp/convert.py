@@ -35,7 +35,11 @@ def hit_uri(root: Path, hit: Hit) -> str:
 
 
 def hit_range(hit: Hit) -> types.Range:
-    """The whole section: from its heading line to the start of the line after its end."""
+    """The whole section: from its heading line to the start of the line after its end. In a
+    converted document (a PDF, a notebook) the file's top: its lines are not the file's."""
+    if not hit.file_lines:
+        return types.Range(start=types.Position(line=0, character=0),
+                           end=types.Position(line=0, character=0))
     return types.Range(
         start=types.Position(line=hit.start_line, character=0),
         end=types.Position(line=hit.end_line + 1, character=0),
@@ -101,11 +105,12 @@ def related_markdown(root: Path, hits: list[Hit]) -> str:
     """
     lines = ["**Related sections**", ""]
     for hit in hits:
-        link = f"{hit_uri(root, hit)}#L{hit.start_line + 1}"
+        link = hit_uri(root, hit) + (f"#L{hit.start_line + 1}" if hit.file_lines else "")
         score = f" · {hit.score:.2f}" if hit.score is not None else ""
         lines.append(f"- [{escape_markdown(hit.title)}]({link}) · "
                      f"{escape_markdown(hit.path)}{score}  ")
-        lines.append(f"  {escape_markdown(hit.breadcrumb)}  ")
+        where = f" (page {hit.page})" if hit.page is not None else ""
+        lines.append(f"  {escape_markdown(hit.breadcrumb)}{where}  ")
         if hit.snippet:
             lines.append(f"  _{escape_markdown(hit.snippet)}_")
     return "\n".join(lines)

@@ -30,6 +30,7 @@ from mdsearch_ls.engine.api import (
     ModelState,
     SearchRequest,
     WritingAids,
+    is_document,
 )
 from mdsearch_ls.lsp.convert import path_to_uri, uri_to_path
 
@@ -222,11 +223,16 @@ class FolderManager:
             path = Path(uri_or_path)
         return None if path is None else self.service.folder_of(path)
 
-    def rel_for(self, uri: str) -> tuple[IndexedFolder, str] | None:
-        """The folder of a document and the document's path relative to it."""
+    def rel_for(
+        self, uri: str, *, documents: bool = False
+    ) -> tuple[IndexedFolder, str] | None:
+        """The folder of a document and the document's path relative to it. None for a file
+        read through a converter (a PDF, a notebook: ``include_formats``) unless ``documents``:
+        the editor's buffer of such a file is not its indexed text, so hover, completion,
+        lenses and diagnostics offer nothing there (its hits are still listed by search)."""
         folder = self.folder_for(uri)
         path = uri_to_path(uri)
-        if folder is None or path is None:
+        if folder is None or path is None or (not documents and is_document(path.name)):
             return None
         rel = folder.note_path(path)
         return None if rel is None else (folder, rel)

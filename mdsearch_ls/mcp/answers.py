@@ -152,7 +152,9 @@ def _hit_head(i: int, path: str, hit: Any) -> str:
     stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     if len(crumbs) > 1 and norm(crumbs[0]) == norm(stem):
         crumbs = crumbs[1:]
-    return f"[{i}] {path}:{hit.start_line + 1}-{hit.end_line + 1} · {' > '.join(crumbs)}{score}"
+    page = f" (page {hit.page})" if getattr(hit, "page", None) is not None else ""
+    return (f"[{i}] {path}:{hit.start_line + 1}-{hit.end_line + 1}{page} · "
+            f"{' > '.join(crumbs)}{score}")
 
 
 def _marker(next_line: int, last_line: int) -> str:
@@ -206,6 +208,7 @@ def render_hits(
                 "end_line": f.hit.end_line + 1,
                 "score": _score(f.hit),
                 "keyword_rank": f.hit.keyword_rank,
+                **({"page": f.hit.page} if getattr(f.hit, "page", None) is not None else {}),
                 "text": shown,
                 "truncated": cut,
                 "tokens": count(shown),

@@ -334,7 +334,7 @@ class Library:
 
     def update(self, paths: list[str], timeout: float = 30.0) -> list[dict[str, str]]:
         """Reindex these notes now (a deleted one is dropped); one status per path given."""
-        from mdsearch_ls.engine.api import is_markdown, notes_under
+        from mdsearch_ls.engine.api import is_document, is_markdown, notes_under
 
         self.wait_started()
         self.service.wait_open(OPEN_WAIT_S)
@@ -355,7 +355,8 @@ class Library:
                 out.append({"path": self.display(loc.folder, loc.rel) or given,
                             "status": f"folder: {len(rels)} notes queued"})
                 continue
-            if not is_markdown(loc.rel):
+            if not is_markdown(loc.rel) and not (is_document(loc.rel)
+                                                 and loc.folder.accepts(loc.rel)):
                 out.append({"path": self.display(loc.folder, loc.rel),
                             "status": "refused: not a markdown note (.md, .markdown)"})
                 continue

@@ -296,7 +296,11 @@ export default class MdsearchPlugin extends Plugin {
       return;
     }
     const leaf = this.app.workspace.getLeaf(newLeaf);
-    await leaf.openFile(file, { eState: { line: hit.start_line } });
+    // A PDF hit opens Obsidian's PDF view at its page (what a [[paper.pdf#page=3]] link does); a
+    // hit in another converted document (include_formats) has lines of the converted text only.
+    const eState = hit.page !== undefined ? { subpath: `#page=${hit.page}` }
+      : hit.format !== undefined && hit.format !== 'org' ? {} : { line: hit.start_line };
+    await leaf.openFile(file, { eState });
     if (leaf.view instanceof MarkdownView) {
       const editor = leaf.view.editor;
       const line = Math.min(hit.start_line, Math.max(0, editor.lineCount() - 1));

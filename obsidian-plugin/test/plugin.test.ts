@@ -118,6 +118,20 @@ describe('the plugin in a stand-in Obsidian, on the real server', () => {
     assert.ok(items.every((r) => r.hit.path.startsWith('finance/')), items.map((r) => r.hit.path).join(', '));
   });
 
+  test('a PDF hit opens at its page, another converted document at its top', async () => {
+    vault.write('papers/bread.pdf', '%PDF-1.4 (stand-in bytes: only the path is opened)');
+    vault.write('saved/page.html', '<p>stand-in</p>');
+    const base = { uri: '', title: 'Page 3', breadcrumb: 'Page 3', start_line: 12, end_line: 20, score: 0.5, snippet: '', root: vault.root };
+    await plugin.openHit({ ...base, path: 'papers/bread.pdf', format: 'pdf', page: 3 });
+    assert.deepEqual(app.workspace.activeLeaf?.opened.at(-1), { path: 'papers/bread.pdf', eState: { subpath: '#page=3' } });
+    await plugin.openHit({ ...base, path: 'saved/page.html', format: 'html' });
+    assert.deepEqual(app.workspace.activeLeaf?.opened.at(-1), { path: 'saved/page.html', eState: {} });
+    // The stand-ins go again: the last test checks that nothing else was written into the vault.
+    for (const rel of ['papers/bread.pdf', 'papers', 'saved/page.html', 'saved']) {
+      fs.rmSync(path.join(vault.root, rel), { recursive: true });
+    }
+  });
+
   test('choosing a row opens the note at its section; a modifier key opens a new tab', async () => {
     const modal = new SearchModal(app as never, plugin);
     const { items } = await modal.type('who decides go or no-go for a release');

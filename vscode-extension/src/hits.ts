@@ -42,6 +42,12 @@ export function parentTrail(hit: Hit): string {
   return parts.join(BREADCRUMB_SEP);
 }
 
+/** Whether a hit's lines are not the file's own (a PDF, Word, HTML or notebook hit: its lines are
+ * those of the converted text), so the file is opened as it is, not at a line. */
+export function isConvertedDocument(hit: Hit): boolean {
+  return hit.format !== undefined && hit.format !== 'org';
+}
+
 export function displayPath(hit: Hit, multiRoot: boolean): string {
   return multiRoot && hit.root ? `${baseName(hit.root)}/${hit.path}` : hit.path;
 }
@@ -50,11 +56,12 @@ export function displayPath(hit: Hit, multiRoot: boolean): string {
  * detail. `alwaysShow` keeps VS Code's fuzzy filter from hiding semantic hits whose text does not
  * literally contain the query, which is the point of semantic search. */
 export function hitToItem(hit: Hit, options: HitItemOptions = {}): HitItem {
-  const path = displayPath(hit, options.multiRoot ?? false);
+  const shown = displayPath(hit, options.multiRoot ?? false);
+  const path = hit.page !== undefined ? `${shown}, page ${hit.page}` : shown;
   const title = hit.title.trim() || baseName(hit.path);
   const trail = parentTrail(hit);
   const item: HitItem = {
-    label: `$(markdown) ${title}`,
+    label: `$(${hit.format === undefined ? 'markdown' : 'file'}) ${title}`,
     description: trail ? `${trail} · ${path}` : path,
     alwaysShow: options.alwaysShow ?? true,
     hit,

@@ -47,6 +47,11 @@ export interface Hit {
   snippet: string;
   /** Workspace folder path the hit belongs to. */
   root: string;
+  /** Set for a hit in a document read through a converter (include_formats): "pdf", "docx",
+   * "html", "ipynb" or "org". Its lines are lines of the converted text, except for "org". */
+  format?: string;
+  /** 1-based page of a hit in a PDF. */
+  page?: number;
 }
 
 /** One folder in `mdsearch/status`: the generated record, plus the folder's URI, which the
@@ -137,6 +142,8 @@ export function parseHits(value: unknown): Hit[] {
     snippet: typeof h.snippet === 'string' ? h.snippet : '',
     score: typeof h.score === 'number' ? h.score : null,
     root: typeof h.root === 'string' ? h.root : '',
+    ...(typeof h.format === 'string' ? { format: h.format } : {}),
+    ...(typeof h.page === 'number' ? { page: h.page } : {}),
   }));
 }
 

@@ -6,6 +6,7 @@ import {
   describeSearchError,
   hitsToItems,
   type HitItem,
+  isConvertedDocument,
   messageItem,
   sectionLines,
 } from './hits';
@@ -23,7 +24,19 @@ const isMultiRoot = (): boolean => (vscode.workspace.workspaceFolders?.length ??
 
 /** Opens `hit` with its section selected. The selection runs from the end of the section back to
  * its heading, so the cursor (and VS Code's "Ln" indicator) sits on the heading line. */
-export async function openHit(hit: Hit, options: { preview: boolean; preserveFocus: boolean }): Promise<vscode.TextEditor> {
+export async function openHit(
+  hit: Hit,
+  options: { preview: boolean; preserveFocus: boolean },
+): Promise<vscode.TextEditor | undefined> {
+  if (isConvertedDocument(hit)) {
+    // A PDF or a notebook: VS Code's own viewer (or an extension's) opens it; its lines are those
+    // of the converted text, so there is no line to select.
+    await vscode.commands.executeCommand('vscode.open', vscode.Uri.parse(hit.uri), {
+      preview: options.preview,
+      preserveFocus: options.preserveFocus,
+    });
+    return undefined;
+  }
   const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(hit.uri));
   const { start, end } = sectionLines(hit, doc.lineCount);
   const editor = await vscode.window.showTextDocument(doc, {
@@ -157,7 +170,7 @@ function showHitPick(options: PickOptions): Promise<void> {
   disposables.push(
     pick.onDidChangeActive((items) => {
       const hit = items[0]?.hit;
-      if (!hit) return;
+      if (!hit || isConvertedDocument(hit)) return; // a PDF is opened on Enter, not while browsing
       previewed = true;
       void openHit(hit, { preview: true, preserveFocus: true }).catch(() => undefined);
     }),

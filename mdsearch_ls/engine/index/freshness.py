@@ -32,6 +32,7 @@ def pending_changes(root: Path, settings: Settings, manifest: Manifest,
         exclude=settings.exclude,
         index_dir=index_dir,
         max_file_bytes=settings.max_file_bytes,
+        formats=settings.include_formats,
     )
     known = manifest.file_stats()
     skipped = manifest.skipped()

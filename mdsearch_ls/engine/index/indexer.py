@@ -42,6 +42,7 @@ from mdsearch_ls.engine.index.embed_queue import (
     _Pending,
     _Skips,
 )
+from mdsearch_ls.engine.index.layout import FORMATS_META
 from mdsearch_ls.engine.index.manifest import Manifest
 from mdsearch_ls.engine.index.vector_store import ChromaStore, chunk_metadata
 from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
@@ -51,6 +52,12 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.notes import chunking
 
 log = logging.getLogger(__name__)
+
+
+def is_document(rel: str, formats: Sequence[str]) -> bool:
+    """Whether ``rel`` is read through a converter (a PDF, a notebook...) rather than as a note."""
+    return sources.format_of(rel, formats) is not None
+
 
 STORE_CLEAN = "store_clean"
 """Manifest meta: the generation at which the writer last closed Chroma cleanly ("" while a
@@ -94,7 +101,8 @@ class Indexer:
         self.store = store
         self.embedder = embedder
         self.filter = sources.SourceFilter(
-            root, settings.include, settings.exclude, index_dir=index_dir
+            root, settings.include, settings.exclude, index_dir=index_dir,
+            formats=settings.include_formats,
         )
         self.index_dir = index_dir
         self._store_dirty = False  # the manifest's clean marker was cleared by this writer
@@ -181,6 +189,8 @@ class Indexer:
             self.manifest.clear()
             self._settled = True
         report.repaired = self.reconcile()
+        # What this scan reads, for a later command that does not name the formats (the CLI).
+        self.manifest.set_meta(FORMATS_META, ",".join(self.settings.include_formats))
         skips = _Skips(self.manifest, report)
         found = sources.scan(
             self.root,
@@ -190,6 +200,7 @@ class Indexer:
             max_file_bytes=self.settings.max_file_bytes,
             warn=report.warnings.append,
             skipped=skips.add,
+            formats=self.settings.include_formats,
         )
         known = self.manifest.files()
         present = {f.rel for f in found}
@@ -242,10 +253,10 @@ class Indexer:
                     gone.append(p)
                 continue
             st = abs_path.stat()
-            if st.st_size > self.settings.max_file_bytes:
-                skips.add(p, st.st_mtime, st.st_size,
-                          f"skipped {p}: {st.st_size / 1e6:.1f} MB exceeds max_file_bytes "
-                          f"({self.settings.max_file_bytes / 1e6:.1f} MB)")
+            too_big = sources._oversize(p, st.st_size, self.settings.max_file_bytes,
+                                        self.settings.include_formats)
+            if too_big:
+                skips.add(p, st.st_mtime, st.st_size, too_big)
                 if p in known:
                     gone.append(p)
                 continue
@@ -315,17 +326,29 @@ class Indexer:
 
         batches = _Batches(self, report, tick, cancel)
         cap = self.settings.max_chunks_per_file
+        formats = self.settings.include_formats
+        if formats:
+            # Notes first, then documents, smallest first: converting a long PDF takes seconds,
+            # so the notes are embedded and committed before the first document is read.
+            todo = sorted(todo, key=lambda s: (d := is_document(s.rel, formats),
+                                               s.size if d else 0))
+        notes_written = not formats
         for src in todo:
             if cancel and cancel():
                 report.cancelled = True
                 break
+            if not notes_written and is_document(src.rel, formats):
+                notes_written = True  # every note searchable before the first conversion
+                if not batches.pump(final=True):
+                    break
             old = known.get(src.rel)
             if old is None and skips.seen(src.rel, src.mtime, src.size):
                 skips.add(src.rel, src.mtime, src.size, "")  # reported when it changed last
                 tick(1)
                 continue
             read = sources.read_source(
-                src.path, src.rel, max_file_bytes=self.settings.max_file_bytes
+                src.path, src.rel, max_file_bytes=self.settings.max_file_bytes,
+                formats=formats, known_hash=old.content_hash if old is not None else None,
             )
             if read.text is None:
                 skips.add(src.rel, src.mtime, src.size,

@@ -85,7 +85,8 @@ def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None 
     chosen = index_dir or settings.index_dir
     idx = Path(chosen).expanduser().resolve() if chosen else default_index_dir(root)
     return sources.count_notes(root, include=settings.include, exclude=settings.exclude,
-                               index_dir=idx, stop_after=stop_after, seconds=seconds)
+                               index_dir=idx, stop_after=stop_after, seconds=seconds,
+                               formats=settings.include_formats)
 
 
 def broad_root_reason(root: Path | str, settings: Settings,
@@ -242,14 +243,31 @@ def writer_alive(index_dir: Path) -> bool:
     return False
 
 
-def recorded_model(manifest: Path) -> str | None:
-    """The model a space's manifest records (None: unreadable, or made before it was kept)."""
+FORMATS_META = "include_formats"
+"""Manifest meta: the ``include_formats`` of the last full scan, comma-separated."""
+
+
+def index_formats(root: Path | str, settings: Settings) -> tuple[str, ...] | None:
+    """The document formats ``root``'s index was last built with (None: no index, or one
+    built before they were recorded), so a command that does not name them keeps them."""
+    chosen = settings.index_dir
+    idx = (Path(chosen).expanduser().resolve() if chosen
+           else default_index_dir(Path(root).expanduser()))
+    value = recorded_model(idx / f"{space_name(settings)}.sqlite3", FORMATS_META)
+    return None if value is None else tuple(f for f in value.split(",") if f)
+
+
+def recorded_model(manifest: Path, key: str = "model") -> str | None:
+    """The model a space's manifest records (None: unreadable, or made before it was kept);
+    ``key``: another of its meta values."""
+    if not manifest.is_file():
+        return None
     try:
         conn = sqlite3.connect(f"file:{manifest}?mode=ro", uri=True, timeout=1)
     except sqlite3.Error:
         return None
     try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     except sqlite3.Error:
         return None
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,12 @@ def looks_binary(text: str) -> bool:
 
 
 def read_source(
-    path: Path, rel: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    path: Path,
+    rel: str,
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    formats: Sequence[str] = (),
+    known_hash: str | None = None,
 ) -> ReadResult:
     """Read one note as text, turning every problem into a warning rather than an exception.
 
@@ -105,7 +111,19 @@ def read_source(
     byte means the file is binary whatever its name says. Invalid
     bytes are decoded as U+FFFD so the rest of a note stays searchable, unless the
     result is mostly such characters or control characters: then it is binary too.
+
+    A document of a format ``formats`` names (``include_formats``: a PDF, a notebook...) is
+    converted to markdown instead (:mod:`.formats`): every reader gets the same text. With
+    ``known_hash`` (the indexed version's), a document whose bytes still hash to it is not
+    converted again: its text is ``""`` (a touched PDF costs a hash, not a conversion).
     """
+    if formats:
+        from mdsearch_ls.engine.notes import formats as documents
+
+        fmt = documents.format_of(rel, formats)
+        if fmt is not None:
+            return documents.read_document(path, rel, fmt, max_file_bytes=max_file_bytes,
+                                           known_hash=known_hash)
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size

@@ -27,6 +27,7 @@ from mdsearch_ls.engine.notes.decoding import (
     looks_binary,
     read_source,
 )
+from mdsearch_ls.engine.notes.formats import format_of, oversize
 
 __all__ = [
     "DEFAULT_EXCLUDES",
@@ -37,6 +38,8 @@ __all__ = [
     "SourceFile",
     "SourceFilter",
     "count_notes",
+    "format_of",
+    "is_note_name",
     "looks_binary",
     "read_source",
     "relpath",
@@ -70,10 +73,27 @@ class SourceFile:
     """``st_mtime`` at scan time; a cheap hint before hashing, never the truth."""
 
 
-def _is_markdown(rel: str) -> bool:
+def _is_markdown(rel: str, formats: Sequence[str] = ()) -> bool:
     # Case-insensitive because README.MD and Notes.Markdown are common on
     # case-insensitive filesystems and users expect them found.
-    return rel.lower().endswith(MARKDOWN_SUFFIXES)
+    lower = rel.lower()
+    return lower.endswith(MARKDOWN_SUFFIXES) or (
+        bool(formats) and format_of(lower, formats) is not None)
+
+
+def is_note_name(rel: str, formats: Sequence[str] = ()) -> bool:
+    """Whether a file name is one the index reads: a markdown note, or a document of a format
+    ``formats`` (the setting ``include_formats``) names."""
+    return _is_markdown(rel, formats)
+
+
+def _oversize(rel: str, size: int, max_file_bytes: int, formats: Sequence[str]) -> str | None:
+    """The warning for a file over its size limit (a document's is larger: see
+    :data:`formats.RAW_FACTOR`), else None."""
+    fmt = format_of(rel, formats)
+    if fmt is not None:
+        return oversize(rel, size, fmt, max_file_bytes)
+    return _oversize_warning(rel, size, max_file_bytes) if size > max_file_bytes else None
 
 
 def _is_within(path: str, real_root: str) -> bool:
@@ -131,7 +151,8 @@ class SourceFilter:
     Shared by the full scan and by single-file updates (a save or a file-watcher
     event) so both agree. Rules, in git's spirit:
 
-    * only ``.md`` / ``.markdown`` files (any case);
+    * only ``.md`` / ``.markdown`` files (any case), and the documents of the formats
+      ``formats`` (the setting ``include_formats``) names;
     * never inside the default excludes, the user's excludes or the index directory;
     * never ignored by a ``.gitignore`` of the root or of any directory above the file
       (deeper files take precedence, and a file inside an ignored directory cannot be
@@ -149,8 +170,10 @@ class SourceFilter:
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
         index_dir: Path | None = None,
+        formats: Sequence[str] = (),
     ) -> None:
         self.root = Path(os.path.normpath(Path(root).expanduser().absolute()))
+        self.formats = tuple(formats)
         self._real_root = _realpath(self.root) or str(self.root)
         self._include = pathspec.GitIgnoreSpec.from_lines(list(include)) if include else None
         self._exclude = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *exclude])
@@ -261,7 +284,7 @@ class SourceFilter:
         return plain
 
     def _accepts_lexically(self, rel: str) -> bool:
-        if not _is_markdown(rel):
+        if not _is_markdown(rel, self.formats):
             return False
         parent, _, _ = rel.rpartition("/")
         if parent and self.dir_rejected(parent):
@@ -372,6 +395,7 @@ def scan(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     warn: Callable[[str], None] | None = None,
     skipped: SkipFn | None = None,
+    formats: Sequence[str] = (),
 ) -> list[SourceFile]:
     """Every note under ``root``, sorted by ``rel`` so diffs against the manifest are stable.
 
@@ -391,7 +415,8 @@ def scan(
             warn(message)
 
     root_abs = _check_root(root)
-    flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir)
+    flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir,
+                       formats=formats)
     found: list[SourceFile] = []
     for path, rel in _walk(root_abs, flt, skip):
         try:
@@ -399,8 +424,9 @@ def scan(
         except OSError as exc:  # vanished between listing and stat
             log.debug("skipped %s: %s", rel, exc)
             continue
-        if st.st_size > max_file_bytes:
-            skip(rel, st.st_mtime, st.st_size, _oversize_warning(rel, st.st_size, max_file_bytes))
+        too_big = _oversize(rel, st.st_size, max_file_bytes, formats)
+        if too_big:
+            skip(rel, st.st_mtime, st.st_size, too_big)
             continue
         found.append(SourceFile(path=Path(path), rel=rel, size=st.st_size, mtime=st.st_mtime))
     found.sort(key=lambda f: f.rel)
@@ -414,13 +440,15 @@ def stat_scan(
     exclude: Sequence[str] = (),
     index_dir: Path | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    formats: Sequence[str] = (),
 ) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[float, int]]]:
     """``(notes, oversize)``: ``{rel: (mtime, size)}`` of what :func:`scan` would find and of
     what it would skip for size, by the same walk and rules, without a record per file: all a
     freshness check compares with the manifest (a directory that cannot be listed is left out,
     as a scan reports it and indexes nothing of it)."""
     root_abs = _check_root(root)
-    flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir)
+    flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir,
+                       formats=formats)
     notes: dict[str, tuple[float, int]] = {}
     oversize: dict[str, tuple[float, int]] = {}
     stat = os.stat
@@ -429,7 +457,10 @@ def stat_scan(
             st = stat(path)
         except OSError:  # vanished between listing and stat
             continue
-        (oversize if st.st_size > max_file_bytes else notes)[rel] = (st.st_mtime, st.st_size)
+        # every limit is at least max_file_bytes (a document's is a multiple of it)
+        big = st.st_size > max_file_bytes and _oversize(rel, st.st_size, max_file_bytes,
+                                                        formats)
+        (oversize if big else notes)[rel] = (st.st_mtime, st.st_size)
     return notes, oversize
 
 
@@ -441,13 +472,15 @@ def count_notes(
     index_dir: Path | None = None,
     stop_after: int | None = None,
     seconds: float | None = None,
+    formats: Sequence[str] = (),
 ) -> tuple[int, bool]:
     """``(n, complete)``: how many notes :func:`scan` would find (size limits aside), without
     reading or stat-ing them. Counting stops past ``stop_after`` notes or after ``seconds``
     (``complete`` is then False), so asking "more than 20,000?" of a home folder or of ``/``
     costs a bounded walk, not a full one."""
     root_abs = _check_root(root)
-    flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir)
+    flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir,
+                       formats=formats)
     deadline = None if seconds is None else time.monotonic() + seconds
     timed_out = False
 

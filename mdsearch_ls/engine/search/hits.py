@@ -37,6 +37,12 @@ class Hit(Location):
             "score": None if self.score is None else round(self.score, 4),
             "snippet": self.snippet,
         }
+        if self.format is not None:
+            # A document's lines are lines of its converted text (what read_section reads);
+            # where a person finds the hit is its page (a PDF) or its heading path.
+            out["format"] = self.format
+            if self.page is not None:
+                out["page"] = self.page
         if explain:
             out["explain"] = self.explain
         return out

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from mdsearch_ls.engine.errors import RequestError
+from mdsearch_ls.engine.locations import DOCUMENT_SUFFIXES
 
 FILTER_NAMES = ("path", "tag", "type", "modified")
 STRUCTURED_FILTERS = (*FILTER_NAMES, "phrase")
@@ -204,9 +205,13 @@ def parse_query(query: str) -> ParsedQuery:
 
     # One left-to-right scan: a quoted "a:b" is a phrase, and name:"a b" is a filter value.
     rest = _TOKEN_RE.sub(take, query)
+    known = ("md", "markdown", *(suffix[1:] for suffix in DOCUMENT_SUFFIXES))
     for t in types:
-        if t not in ("md", "markdown"):
-            raise QueryError(f"type:{t}: mdsearch indexes md and markdown files")
+        if t not in known:
+            raise QueryError(f"type:{t}: mdsearch indexes md and markdown files, and pdf, "
+                             f"docx, html, ipynb and org documents (include_formats)")
+    if "html" in types and "htm" not in types:
+        types.append("htm")  # one format, two suffixes
     text = " ".join((rest + " " + " ".join(phrases)).split())
     filters = Filters(tuple(paths), tuple(tags), tuple(types), after, before, tuple(phrases))
     return ParsedQuery(text, filters, tuple(notes.values()))

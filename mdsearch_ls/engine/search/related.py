@@ -94,7 +94,8 @@ def related_sections(
         path = root / rel
         if not path.is_file():
             raise RequestError(f"{request.path} does not exist", "path")
-        read = sources.read_source(path, rel, max_file_bytes=settings.max_file_bytes)
+        read = sources.read_source(path, rel, max_file_bytes=settings.max_file_bytes,
+                                   formats=settings.include_formats)
         if read.text is None:
             return Related(None, [])
         text = read.text

@@ -428,7 +428,8 @@ class IndexedFolder:
             return ws.accepts(rel)
         if self._filter is None:
             self._filter = sources.SourceFilter(self.root, self.settings.include,
-                                                self.settings.exclude)
+                                                self.settings.exclude,
+                                                formats=self.settings.include_formats)
         return self._filter.accepts(rel)
 
     def read_note(self, path: str | Path) -> tuple[str, str]:
@@ -436,7 +437,8 @@ class IndexedFolder:
         :class:`RequestError` (field ``path``) naming the rule that refuses it: front ends hand
         notes to people and assistants through this (see :mod:`.reading`)."""
         return read_checked(self.root, self.note_path(path), path, name=self.name,
-                            accepts=self.accepts, max_file_bytes=self.settings.max_file_bytes)
+                            accepts=self.accepts, max_file_bytes=self.settings.max_file_bytes,
+                            formats=self.settings.include_formats)
 
     def status(self) -> dict[str, Any]:
         ws = self.ws

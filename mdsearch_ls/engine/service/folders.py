@@ -33,7 +33,7 @@ from typing import Any
 from mdsearch_ls.config import Settings, differs
 from mdsearch_ls.engine.embedding import Embedder, create_embedder
 from mdsearch_ls.engine.index.indexer import CancelFn, IndexReport, ProgressFn
-from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
+from mdsearch_ls.engine.notes.files import is_note_name
 from mdsearch_ls.engine.search.hits import Hit
 from mdsearch_ls.engine.search.merging import merge_rankings
 from mdsearch_ls.engine.search.requests import SearchRequest
@@ -243,7 +243,7 @@ class Folders:
         if Path(path).name == ".gitignore":
             folder.refresh_ignores()
             self._on_rescan(folder)
-        elif is_markdown(rel):
+        elif is_markdown(rel, folder.settings.include_formats):
             folder.queue(rel, "update" if exists else "delete")
         elif exists and Path(path).is_dir():
             notes = notes_under(folder, rel)
@@ -381,9 +381,10 @@ class Folders:
             folder.abandon()
 
 
-def is_markdown(rel: str) -> bool:
-    """Whether a file name is a note the index takes (by its suffix)."""
-    return rel.lower().endswith(MARKDOWN_SUFFIXES)
+def is_markdown(rel: str, formats: Sequence[str] = ()) -> bool:
+    """Whether a file name is a note the index takes (by its suffix), or a document of a format
+    ``formats`` (the folder's ``include_formats``) names."""
+    return is_note_name(rel, formats)
 
 
 def notes_under(folder: IndexedFolder, rel: str) -> list[str]:
@@ -394,7 +395,7 @@ def notes_under(folder: IndexedFolder, rel: str) -> list[str]:
         dirnames.sort()
         for name in sorted(filenames):
             note = Path(dirpath, name).relative_to(folder.root).as_posix()
-            if is_markdown(note) and folder.accepts(note):
+            if is_markdown(note, folder.settings.include_formats) and folder.accepts(note):
                 out.append(note)
     return out
 

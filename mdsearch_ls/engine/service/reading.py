@@ -9,7 +9,7 @@ and they live in one place so the two servers cannot disagree about them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mdsearch_ls.engine.errors import RequestError
@@ -24,27 +24,30 @@ def read_checked(
     name: str,
     accepts: Callable[[str], bool],
     max_file_bytes: int,
+    formats: Sequence[str] = (),
 ) -> tuple[str, str]:
     """``(rel, text)`` of the note ``rel`` of ``root`` (``given`` is what the caller wrote, for
     the message), or :class:`RequestError` (field ``path``) saying which rule refused it: the
     path lies inside the folder (a symlink leading out is refused, as the indexer refuses it),
     names a note the index would take (an ``exclude`` glob also keeps it from being read), and is
-    text under ``max_file_bytes``."""
+    text under ``max_file_bytes``. A document of a format ``formats`` names is read as the
+    indexer reads it, converted to markdown: a hit's lines are lines of that text."""
     if not rel:
         raise RequestError(f"{given} is not inside {root}", "path")
     full = root / rel
     real, real_root = os.path.realpath(full), os.path.realpath(root)
     if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
         raise RequestError(f"{rel} leads outside {root} (a symlink); not read", "path")
-    if not rel.lower().endswith(sources.MARKDOWN_SUFFIXES):
-        raise RequestError(f"{rel} is not a markdown note (.md, .markdown)", "path")
+    if not sources.is_note_name(rel, formats):
+        extra = "".join(f", .{f}" for f in formats)
+        raise RequestError(f"{rel} is not a markdown note (.md, .markdown{extra})", "path")
     if not full.is_file():
         raise RequestError(f"{rel} does not exist in {root}", "path")
     if not accepts(rel):
         raise RequestError(
             f"{rel} is excluded from the index of {name} (settings, .gitignore or a hidden "
             f"folder), so it is not read either", "path")
-    read = sources.read_source(full, rel, max_file_bytes=max_file_bytes)
+    read = sources.read_source(full, rel, max_file_bytes=max_file_bytes, formats=formats)
     if read.text is None:
         raise RequestError(read.warning or f"{rel} cannot be read", "path")
     return rel, read.text

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from mdsearch_ls.engine.api import IndexedFolder, RelatedRequest, RequestError, SearchRequest
+from mdsearch_ls.engine.api import (
+    IndexedFolder,
+    RelatedRequest,
+    RequestError,
+    SearchRequest,
+    is_document,
+)
 from mdsearch_ls.lsp.convert import hit_json, uri_to_path
 from mdsearch_ls.lsp.workspace_folders import FolderManager
 
@@ -90,10 +96,12 @@ async def related(
         )
     except RequestError as exc:
         raise JsonRpcInvalidParams(f"{RELATED}: {exc}") from None
-    found = manager.rel_for(uri)
+    found = manager.rel_for(uri, documents=True)
     if found is None:
         raise JsonRpcInvalidParams(f"{RELATED}: {uri} is not inside a workspace folder")
     folder, rel = found
+    if is_document(rel):  # its text is the converted one on disk, never a buffer
+        request = dataclasses.replace(request, text=None)
     if request.text is None and not (folder.root / rel).is_file():
         raise JsonRpcInvalidParams(f"{RELATED}: {uri} does not exist")
     result = await manager.run(folder.related, dataclasses.replace(request, path=rel))

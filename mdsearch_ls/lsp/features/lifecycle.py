@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WATCH_GLOB = "**/*.{md,markdown}"
+DOCUMENT_GLOB = "**/*.{pdf,docx,html,htm,ipynb,org}"
+"""Documents (include_formats): watched whatever the setting, since it may change while the
+server runs; the engine drops the events of formats a folder does not read."""
 CONFIG_TIMEOUT_S = 5.0
 
 
@@ -107,6 +110,7 @@ async def register_watchers(ls: MdSearchServer) -> None:
             register_options=types.DidChangeWatchedFilesRegistrationOptions(
                 watchers=[
                     types.FileSystemWatcher(glob_pattern=WATCH_GLOB),
+                    types.FileSystemWatcher(glob_pattern=DOCUMENT_GLOB),
                     types.FileSystemWatcher(glob_pattern="**/.gitignore"),
                 ]
             ),

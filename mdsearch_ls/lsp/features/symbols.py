@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from mdsearch_ls.engine.api import RequestError, SearchRequest, outline
+from mdsearch_ls.engine.api import RequestError, SearchRequest, is_document, outline
 from mdsearch_ls.lsp.convert import hit_range, hit_uri
 from mdsearch_ls.lsp.workspace_folders import FolderManager
 
@@ -91,7 +91,9 @@ def register_document_symbols(server: MdSearchServer) -> None:
         ls: MdSearchServer, params: types.DocumentSymbolParams
     ) -> list[types.DocumentSymbol] | None:
         text = ls.document_text(params.text_document.uri)
-        return None if text is None else outline_symbols(text)
+        if text is None or is_document(params.text_document.uri):
+            return None  # a PDF's or notebook's buffer is not the text its hits' lines count
+        return outline_symbols(text)
 
 
 def register(server: MdSearchServer) -> None:

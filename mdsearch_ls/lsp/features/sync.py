@@ -28,6 +28,10 @@ MARKDOWN_FILTER = types.FileOperationRegistrationOptions(
         types.FileOperationFilter(
             scheme="file", pattern=types.FileOperationPattern(glob="**/*.{md,markdown}")
         ),
+        types.FileOperationFilter(  # documents (include_formats); the engine drops the rest
+            scheme="file",
+            pattern=types.FileOperationPattern(glob="**/*.{pdf,docx,html,htm,ipynb,org}"),
+        ),
         types.FileOperationFilter(
             scheme="file",
             pattern=types.FileOperationPattern(

@@ -5,6 +5,7 @@ import {
   hitToItem,
   hitsToItems,
   isCancellation,
+  isConvertedDocument,
   messageItem,
   oneLine,
   parentTrail,
@@ -32,6 +33,18 @@ describe('hitToItem', () => {
     assert.equal(item.description, 'Garden > Summer · projects/garden.md');
     assert.equal(item.detail, 'Water the tomatoes early in the morning.');
     assert.equal(item.hit?.start_line, 12);
+  });
+
+  it('names a PDF hit by its page and marks converted documents as files', () => {
+    const pdf = hit({ path: 'papers/bread.pdf', uri: 'file:///vault/papers/bread.pdf', title: 'Page 3',
+      breadcrumb: 'Method (p. 2) > Page 3', format: 'pdf', page: 3 });
+    const item = hitToItem(pdf);
+    assert.equal(item.label, '$(file) Page 3');
+    assert.equal(item.description, 'Method (p. 2) · papers/bread.pdf, page 3');
+    assert.equal(isConvertedDocument(pdf), true);
+    // An Org file is converted line for line: its hits open at their line like a note's.
+    assert.equal(isConvertedDocument(hit({ format: 'org' })), false);
+    assert.equal(isConvertedDocument(hit()), false);
   });
 
   it('always shows semantic hits so the fuzzy filter cannot hide them', () => {

@@ -16,6 +16,12 @@ describe('parseHits', () => {
     });
   });
 
+  it('keeps the page and format of a hit in a document', () => {
+    const [pdf] = parseHits([{ path: 'p.pdf', uri: 'file:///v/p.pdf', start_line: 5, end_line: 9, format: 'pdf', page: 2 }]);
+    assert.equal(pdf?.page, 2);
+    assert.equal(pdf?.format, 'pdf');
+  });
+
   it('returns nothing for a non-array reply', () => {
     assert.deepEqual(parseHits(null), []);
     assert.deepEqual(parseHits({ hits: [] }), []);
