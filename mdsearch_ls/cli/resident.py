@@ -13,6 +13,7 @@ the server) skips it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import socket
 from pathlib import Path
@@ -76,8 +77,12 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
         open_hit: Any) -> int | None:
     """Search through the index's server and print as an in-process search prints; the exit
     code, or None when the CLI must search by itself."""
-    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, ranking_settings
+    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, index_formats, ranking_settings
 
+    if getattr(args, "include_formats", None) is None:  # as the session does: keep the
+        stored = index_formats(root, settings)           # formats the index was built with
+        if stored:
+            settings = dataclasses.replace(settings, include_formats=stored)
     asked = [q for q in queries if q.error is None]
     request = {
         "v": PROTOCOL_RESIDENT, "settings": ranking_settings(settings),

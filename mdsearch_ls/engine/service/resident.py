@@ -47,8 +47,9 @@ MAX_REQUEST = 1 << 20
 """A request is a query and a few options: anything longer is not one of ours."""
 UPDATE_WAIT_S = 60.0
 """How long a request waits for the update it asked for before answering from what is there."""
-RANKING_FIELDS = ("include", "exclude", "model", "embedder_backend", "chunk_size",
-                  "chunk_overlap", "fusion", "per_file", "max_file_bytes", "max_chunks_per_file")
+RANKING_FIELDS = ("include", "exclude", "include_formats", "model", "embedder_backend",
+                  "chunk_size", "chunk_overlap", "fusion", "per_file", "max_file_bytes",
+                  "max_chunks_per_file")
 """Settings that change which notes are searched or how they rank: the CLI's and the server's
 must agree for the server's answer to be the CLI's."""
 
