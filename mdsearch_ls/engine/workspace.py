@@ -434,6 +434,7 @@ class Workspace(WriterOpen):
             "model": self.embedder.name,
             "index_dir": str(self.index_dir),
             "space": self.space,
+            "vectors": self.vectors_where(),
             "last_update": _iso(float(last)) if last else None,
             "read_only": self.read_only,
             "index": self.index_state().to_json(),

@@ -69,6 +69,7 @@ def test_an_index_on_a_server_equals_one_in_the_index_folder(chroma_server, tmp_
         assert_consistent(ws)
         got, got_hits = snapshot(ws), hits(ws)
         name = ws.store.name
+        assert ws.status()["vectors"] == f"{chroma_server.url} (collection {name})"
     assert got == want, got.diff(want)
     assert got_hits == want_hits
     assert not (on_server / "chroma").exists()  # the vectors are on the server only

@@ -191,6 +191,14 @@ class WriterOpen:
         return (f"{self.root}: {why}: every note is embedded again, once. The other index is "
                 f"kept, so {back} re-embeds nothing.")
 
+    def vectors_where(self) -> str:
+        """Where this index's vectors live, for ``status``: the index folder's Chroma, or the
+        server and collection (what a person looks for when managing a shared server)."""
+        url = self.settings.chroma_url
+        if not url:
+            return str(self.index_dir / "chroma")
+        return f"{url} (collection {collection_name(self.settings, self.index_dir)})"
+
     def _check_vector_server(self) -> None:
         """Before a write open creates anything (the index folder, the lock, a manifest): when
         the vectors live on a Chroma server, it must answer, or the open stops with a
