@@ -278,6 +278,33 @@ def test_a_server_that_dies_mid_write_is_an_error_after_bounded_retries(tmp_path
     assert final == clean_build(vault, tmp_path / "clean", FakeEmbedder())
 
 
+def test_a_collection_lost_while_the_writer_runs_is_refilled_by_its_next_write(
+    chroma_server, tmp_path
+):
+    """The server lost the collection under a running writer (wiped, restarted on another
+    folder): the write that meets it fails with a message, and the next one looks the
+    collection up again and refills it from the vector cache, without the model."""
+    import chromadb
+
+    vault = copy_vault(tmp_path / "vault")
+    model = FakeEmbedder()
+    with Workspace.open(vault, remote(chroma_server), embedder=model,
+                        index_dir=tmp_path / "index") as ws:
+        ws.index()
+        client = chromadb.HttpClient(host="127.0.0.1", port=chroma_server.port)
+        client.delete_collection(ws.store.name)
+        client.close()
+        write_note(vault, "new.md", "# New\n\nWritten after the collection was lost.\n")
+        with pytest.raises(VectorServerError, match="does not exist"):
+            ws.update(["new.md"])
+        model.reset_counts()
+        ws.update(["new.md"])
+        assert model.documents_embedded == 0  # its vector was cached by the failed write
+        assert_consistent(ws)
+        final = snapshot(ws)
+    assert final == clean_build(vault, tmp_path / "clean", FakeEmbedder())
+
+
 @pytest.mark.slow
 def test_kill_9_of_the_chroma_server_mid_index_heals_to_a_clean_build(tmp_path):
     """``mdsearch index --chroma-url`` with the real model; the Chroma server is killed with

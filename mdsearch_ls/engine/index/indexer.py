@@ -183,8 +183,10 @@ class Indexer:
 
     def _heal_failed_write(self) -> None:
         """A write of this process failed half-way (a Chroma server that went away): compare
-        in full before the next one, as an open after a crash would."""
+        in full before the next one, as an open after a crash would (its collection looked up
+        again: a server wiped meanwhile has lost it)."""
         if not self._settled:
+            self.store.refresh()
             self.reconcile()
 
     # ---- full scan --------------------------------------------------------------------------

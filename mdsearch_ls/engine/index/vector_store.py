@@ -132,6 +132,11 @@ class ChromaStore:
         """Record a clean-close token in the collection ("-": a writer is writing it)."""
         self._col.modify(metadata={MARKER_KEY: token or "-", **self._label})
 
+    def refresh(self) -> None:
+        """Look the collection up again (created empty if it is gone): after a failed write, a
+        server may have been wiped or restarted on another folder while this process ran."""
+        self._col = self._open_collection(self.name)
+
     def reset(self) -> None:
         """Empty this store's collection at once (drop and create it), for a manifest that
         starts from nothing: faster than deleting every id, and it needs no working graph."""
