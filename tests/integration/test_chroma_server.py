@@ -378,3 +378,28 @@ def test_a_search_while_the_server_is_down_reads_the_index_as_it_is(tmp_path):
     assert "does not answer" in done.stderr
     assert "searching the index as it is, without updating it" in done.stderr
 
+
+
+def test_a_long_running_server_shows_the_folder_in_error_when_chroma_does_not_answer(tmp_path):
+    """The language and MCP servers share the folders service: a Chroma server that is down is
+    the folder's error, with the message naming it, and nothing written."""
+    from mdsearch_ls.engine.api import Folders, FolderState
+    from mdsearch_ls.engine.index.layout import default_index_dir
+
+    root = tmp_path / "vault"
+    write_note(root, "a.md", "# A\n\nalpha\n")
+    settings = Settings(chroma_url=f"http://127.0.0.1:{free_port()}")
+    messages: list[str] = []
+    folders = Folders(settings, embedder=FakeEmbedder(),
+                      on_message=lambda text, level: messages.append(f"{level}: {text}"))
+    try:
+        folder = folders.add(root, settings)
+        assert folder is not None
+        with pytest.raises(VectorServerError):
+            folders.index(folder).result(timeout=60)
+        assert folder.state == FolderState.ERROR
+        assert settings.chroma_url in (folder.last_error or "")
+        assert any(m.startswith("error: ") and "connection refused" in m for m in messages)
+        assert not default_index_dir(root).exists()
+    finally:
+        folders.close(timeout=10)
