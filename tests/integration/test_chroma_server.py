@@ -216,7 +216,8 @@ def silent_url() -> Iterator[str]:
     sock.close()
 
 
-@pytest.mark.parametrize("kind", ["down", "garbage", "silent"])
+@pytest.mark.parametrize("kind", ["down", "garbage",
+                                  pytest.param("silent", marks=pytest.mark.slow)])
 def test_a_bad_chroma_server_is_a_clear_message_and_nothing_is_written(
     kind, tmp_path, request
 ):
