@@ -1,4 +1,7 @@
-"""The vector store: a Chroma collection on disk, written in batches, never embedding by itself.
+"""The vector store: a Chroma collection, written in batches, never embedding by itself.
+
+The collection lives in the index folder, or on a Chroma server when ``chroma_url`` names one
+(:mod:`.chroma_server`: timeouts, retries, errors that name the server).
 
 Chroma is used for what it is good at, the approximate-nearest-neighbour graph; the chunk text and
 the truth about what is indexed live in the manifest. Three rules from experience with Chroma 1.x:
@@ -79,7 +82,11 @@ class ChromaStore:
             from mdsearch_ls.engine.index import chroma_server
 
             self._client = chroma_server.Retrying(chroma_server.connect(url), url)
-            self._col = self._open_collection(collection)
+            try:
+                self._col = self._open_collection(collection)
+            except BaseException:
+                self.close()
+                raise
         else:
             self._open_local(path, collection)
         self.max_batch = int(self._client.get_max_batch_size())
