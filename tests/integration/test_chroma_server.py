@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -404,3 +405,45 @@ def test_a_long_running_server_shows_the_folder_in_error_when_chroma_does_not_an
         assert not default_index_dir(root).exists()
     finally:
         folders.close(timeout=10)
+
+
+def test_a_frozen_server_is_a_timeout_not_a_hang(tmp_path, monkeypatch):
+    """SIGSTOP on the real server mid-session: the kernel still takes connections but nothing
+    answers, which without a timeout on Chroma's client would hold the writer for ever. With
+    it, the write is tried again for a bounded time, then fails naming the server; once the
+    server runs again, so does the store."""
+    import numpy as np
+
+    from mdsearch_ls.engine.index import chroma_server
+
+    monkeypatch.setattr(chroma_server, "REQUEST_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(chroma_server, "RETRY_DELAYS_S", (0.2, 0.2))
+    server = ChromaServer(tmp_path / "db").start()
+    assert server.proc is not None
+    store = ChromaStore(None, "frozen-v1-ifrozen", url=server.url, space="frozen-v1")
+    vec = np.ones((1, 4), dtype=np.float32) / 2
+    meta = {"path": "a.md"}
+    outcome: list[BaseException | None] = []
+
+    def write() -> None:
+        try:
+            store.upsert(["a"], vec, [meta])
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    try:
+        os.kill(server.proc.pid, signal.SIGSTOP)
+        worker = threading.Thread(target=write, daemon=True)
+        worker.start()
+        worker.join(timeout=30)
+        assert not worker.is_alive(), "the write hung on a frozen server"
+        assert isinstance(outcome[0], VectorServerError), outcome
+        assert "did not answer in time" in str(outcome[0]) and "3 attempts" in str(outcome[0])
+        os.kill(server.proc.pid, signal.SIGCONT)
+        store.upsert(["a"], vec, [meta])
+        assert store.count() == 1
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+        store.close()
+        server.kill()
