@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from mdsearch_ls.engine.errors import VectorServerError
 from mdsearch_ls.engine.locations import FileRecord, Location
 
 log = logging.getLogger(__name__)
@@ -167,6 +168,8 @@ class ChromaStore:
                     query_embeddings=[np.asarray(v, dtype=np.float32)], n_results=1,
                     include=["distances"],
                 )
+            except VectorServerError:
+                raise  # a server that does not answer is not a damaged collection
             except Exception as exc:
                 return f"a query fails: {short_error(exc)}"
             dists = res["distances"][0] if res.get("distances") else []
