@@ -447,3 +447,30 @@ def test_a_frozen_server_is_a_timeout_not_a_hang(tmp_path, monkeypatch):
         os.kill(server.proc.pid, signal.SIGCONT)
         store.close()
         server.kill()
+
+
+def test_a_server_collection_that_fails_the_probe_is_emptied_and_refilled(
+    chroma_server, tmp_path, monkeypatch
+):
+    """A graph that cannot find its own vectors is damage; on a server there are no files of
+    ours to set aside, so the collection is emptied and refilled from the vector cache (the
+    probe's failure is staged: a server's graph cannot be damaged from outside on purpose)."""
+    vault = copy_vault(tmp_path / "vault")
+    index = tmp_path / "index"
+    settings = remote(chroma_server)
+    with Workspace.open(vault, settings, embedder=FakeEmbedder(), index_dir=index) as ws:
+        ws.index()
+        want = snapshot(ws)
+    real_probe = ChromaStore.probe
+    staged = iter(["5 of 8 stored vectors are not found by a query"])
+    monkeypatch.setattr(ChromaStore, "probe",
+                        lambda self, vecs: next(staged, None) or real_probe(self, vecs))
+    model = FakeEmbedder()
+    with Workspace.open(vault, settings, embedder=model, index_dir=index) as ws:
+        assert ws.healed and "vector store: 5 of 8 stored vectors" in ws.healed
+        assert "restored from the manifest's cache" in ws.healed
+        assert ws.repaired == len(want.chunk_ids)  # every vector written back
+        assert_consistent(ws)
+        assert snapshot(ws) == want
+    assert model.documents_embedded == 0
+    assert not list(index.glob("damaged-*"))
