@@ -117,6 +117,29 @@ def _float(lo: float, hi: float) -> Callable[[Any], float]:
     return check
 
 
+def _chroma_url(value: Any) -> str | None:
+    """``http://HOST:PORT`` of a Chroma server (``chroma run``), or None for the local store."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError("expected a URL such as http://127.0.0.1:8000")
+    from urllib.parse import urlsplit
+
+    text = value.strip().rstrip("/")
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        raise ValueError("expected a URL such as http://127.0.0.1:8000 (a bad port)") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("expected a URL such as http://127.0.0.1:8000")
+    if parts.path or parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError("expected only a scheme, host and port, such as http://127.0.0.1:8000")
+    if port is None:
+        raise ValueError("expected a port, such as http://127.0.0.1:8000")
+    return text
+
+
 def _bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -264,6 +287,12 @@ class Settings:
         True, _bool, "Serve the heading outline (documentSymbol); editors with their own outline "
         "turn it off.",
         client="documentSymbols", applies="server")
+    chroma_url: str | None = setting(
+        None, _chroma_url, "A Chroma server (chroma run --path DIR --host 127.0.0.1 --port N) "
+        "to keep the vectors in, as http://HOST:PORT, instead of the index folder; only the "
+        "process that writes the index talks to it. Chroma has no authentication: its port "
+        "must be reachable from this machine only.",
+        client="chromaUrl", applies="index", cli=True, scope="resource")
     batch_size: int = setting(
         1000, _int(1, 100_000), "Largest write to the vector store; capped further by the "
         "store's own limit.",

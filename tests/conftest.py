@@ -241,3 +241,14 @@ def make_workspace(tmp_path: Path) -> Iterator[Callable[..., object]]:
     for ws in opened:
         with contextlib.suppress(Exception):  # closing twice is harmless
             ws.close()
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory):
+    """One real ``chroma run`` on a free 127.0.0.1 port for the session (tests keep apart by
+    collection name); killed at the end."""
+    from tests.chroma_server import ChromaServer
+
+    server = ChromaServer(tmp_path_factory.mktemp("chroma-server") / "db").start()
+    yield server
+    server.kill()

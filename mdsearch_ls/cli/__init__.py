@@ -9,7 +9,8 @@ and never with ``NO_COLOR``. Lines are 1-based wherever a person reads or types 
 
 Exit codes are part of the interface: 0 ok, 1 unexpected error, 2 bad usage (no index here, a
 missing folder, a bad query or filter, a confirmation not given), 3 the index is locked by
-another process, 4 the index or the model cannot be opened, 130/143 interrupted by
+another process (2 also: the Chroma server of ``--chroma-url`` does not answer), 4 the index
+or the model cannot be opened, 130/143 interrupted by
 SIGINT/SIGTERM (what was committed stays in the index).
 
 The package, one concern a module: ``parser`` (arguments and help), ``commands`` (what each
@@ -70,6 +71,7 @@ def exit_code(exc: BaseException) -> int:
         ModelLoadError,
         NotIndexedError,
         RequestError,
+        VectorServerError,
     )
 
     if isinstance(exc, IndexLockedError):
@@ -77,6 +79,7 @@ def exit_code(exc: BaseException) -> int:
     if isinstance(exc, IndexOpenError | ModelLoadError):
         return EXIT_OPEN
     if isinstance(exc, UsageError | NotIndexedError | RequestError | SettingError
+                  | VectorServerError
                   | FileNotFoundError | NotADirectoryError | ValueError):
         return EXIT_USAGE
     return EXIT_ERROR

@@ -243,7 +243,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(info))
         else:
-            for key in ("root", "files", "chunks", "model", "index_dir", "last_update"):
+            for key in ("root", "files", "chunks", "model", "index_dir", "vectors",
+                        "last_update"):
                 print(f"{key:12} {info[key]}")
             index = info["index"]
             state = index["state"]

@@ -71,7 +71,13 @@ class _Session:
         writer lock or Chroma (whose import alone costs seconds), and the index is as fresh as an
         update would have made it.
         """
-        from mdsearch_ls.engine.api import IndexOpenError, NotIndexedError, Workspace, has_index
+        from mdsearch_ls.engine.api import (
+            IndexOpenError,
+            NotIndexedError,
+            VectorServerError,
+            Workspace,
+            has_index,
+        )
 
         self._remembered_formats(root)
         if mode == "read-if-locked" and has_index(root, self.settings):
@@ -88,8 +94,15 @@ class _Session:
                     log.info("the index of %s is up to date: searching it as it is", root)
                     return ws
                 ws.close()
-        ws = Workspace.open(root, self.settings, mode,  # type: ignore[arg-type]
-                            embedder=self.embedder)
+        try:
+            ws = Workspace.open(root, self.settings, mode,  # type: ignore[arg-type]
+                                embedder=self.embedder)
+        except VectorServerError as exc:
+            # A search need not update first: the index as it is needs no Chroma at all.
+            if mode != "read-if-locked" or not has_index(root, self.settings):
+                raise
+            ws = Workspace.open(root, self.settings, "read", embedder=self.embedder)
+            ws.read_only_reason = f"{exc}; searching the index as it is, without updating it"
         if ws.read_only_reason:
             _note(self.args, ws.read_only_reason)
         if ws.healed:

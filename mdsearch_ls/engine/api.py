@@ -60,6 +60,7 @@ _WHERE: dict[str, str] = {
     "Related": "mdsearch_ls.engine.workspace",
     "RelatedRequest": "mdsearch_ls.engine.search.requests",
     "RequestError": "mdsearch_ls.engine.errors",
+    "VectorServerError": "mdsearch_ls.engine.errors",
     "STATE_ERROR": "mdsearch_ls.engine.service.folder",
     "STATE_INDEXING": "mdsearch_ls.engine.service.folder",
     "STATE_LOADING": "mdsearch_ls.engine.service.folder",
@@ -105,6 +106,7 @@ if TYPE_CHECKING:
         MdsearchError,
         NotIndexedError,
         RequestError,
+        VectorServerError,
     )
     from mdsearch_ls.engine.index.indexer import IndexReport
     from mdsearch_ls.engine.index.layout import (
@@ -229,6 +231,7 @@ __all__ = [
     "SearchRequest",
     "SearchResult",
     "Snippet",
+    "VectorServerError",
     "Workspace",
     "WritingAids",
     "broad_root_reason",

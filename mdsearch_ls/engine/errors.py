@@ -51,6 +51,12 @@ class IndexOpenError(MdsearchError):
     """The index exists but cannot be used (damaged, another version); it can be rebuilt."""
 
 
+class VectorServerError(MdsearchError):
+    """The Chroma server named by ``chroma_url`` cannot be reached, does not answer in time, or
+    answers something that is not Chroma. Not damage: the index is not set aside, nothing is
+    written, and the message names the URL and what to check."""
+
+
 __all__ = [
     "BroadRootError",
     "IndexLockedError",
@@ -59,4 +65,5 @@ __all__ = [
     "MdsearchError",
     "NotIndexedError",
     "RequestError",
+    "VectorServerError",
 ]

@@ -158,6 +158,7 @@ class Workspace(WriterOpen):
         if read_only:
             self._open_read_only()
             return
+        self._check_vector_server()  # before anything is written
         self._lock = IndexLock(self.index_dir / "writer.lock", role=role)
         try:
             (self.index_dir / "ROOT").write_text(str(self.root) + "\n", encoding="utf-8")
@@ -236,32 +237,6 @@ class Workspace(WriterOpen):
                 f"the index in {self.index_dir} is open read-only (another process writes it)"
             )
         return self.indexer
-
-    def _note_switch(self) -> str | None:
-        """Record the model of a new space in its manifest, and when the index folder already
-        holds other spaces, say what switching costs (their vectors are of another model or
-        other chunks, never mixed with this one's)."""
-        if not self.manifest.created:
-            return None
-        self.manifest.set_meta("model", self.embedder.name)
-        newest: tuple[float, str] | None = None
-        for f in self.index_dir.glob("*.sqlite3"):
-            if f.stem != self.space:
-                with contextlib.suppress(OSError):
-                    newest = max(newest or (0.0, ""), (f.stat().st_mtime, f.stem))
-        if newest is None:
-            return None
-        other = newest[1]
-        model = recorded_model(self.index_dir / f"{other}.sqlite3")
-        if model is not None and model != self.embedder.name:
-            why = (f"it was indexed with the model {model}, and {self.embedder.name} is another "
-                   f"embedding space (its vectors are never compared with {model}'s)")
-            back = f"switching back to {model}"
-        else:
-            why = "it was indexed with other chunking settings"
-            back = "switching back"
-        return (f"{self.root}: {why}: every note is embedded again, once. The other index is "
-                f"kept, so {back} re-embeds nothing.")
 
     # ---- settings -----------------------------------------------------------------------------
 
@@ -456,6 +431,7 @@ class Workspace(WriterOpen):
             "model": self.embedder.name,
             "index_dir": str(self.index_dir),
             "space": self.space,
+            "vectors": self.vectors_where(),
             "last_update": _iso(float(last)) if last else None,
             "read_only": self.read_only,
             "index": self.index_state().to_json(),
@@ -469,11 +445,17 @@ class Workspace(WriterOpen):
             if not self.read_only:  # readers map what the writer leaves (vector_snapshot)
                 self.searcher.leave_snapshot()
             if self.store is not None:
-                self.store.close()
+                token = None
                 if self.indexer is not None:
+                    try:
+                        token = self.indexer.seal_store()
+                    except Exception as exc:  # a server gone: the next open compares in full
+                        log.warning("could not mark the vector store clean: %s", exc)
+                self.store.close()
+                if token is not None and self.indexer is not None:
                     # Chroma closed cleanly: the next open need not compare it id by id.
                     with contextlib.suppress(sqlite3.Error):
-                        self.indexer.mark_store_clean()
+                        self.indexer.mark_store_clean(token)
             self.manifest.close()
         finally:
             if self._lock is not None:

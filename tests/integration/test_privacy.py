@@ -150,3 +150,29 @@ def test_no_process_looks_up_a_host_or_opens_a_network_socket(tmp_path: Path) ->
     assert len(traces) == 4
     found = {t.suffix: _network_calls(t) for t in traces}
     assert found == {t.suffix: [] for t in traces}
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace records the socket calls")
+def test_with_a_chroma_server_the_only_socket_goes_to_that_server(tmp_path: Path) -> None:
+    """``chroma_url``: Chroma's HTTP client runs in mdsearch's process, telemetry and all; every
+    network socket the index and search processes open must reach the named server and nothing
+    else (no telemetry host, no look-up)."""
+    from tests.chroma_server import ChromaServer
+
+    vault = copy_vault(tmp_path / "vault")
+    env = fresh_env(tmp_path)
+    trace = tmp_path / "trace"
+    server = ChromaServer(tmp_path / "db").start()
+    try:
+        for name, args in [("index", ("index", str(vault), "--yes")),
+                           ("search", ("search", QUERY, "--root", str(vault)))]:
+            mdsearch(*args, "--chroma-url", server.url, env=env,
+                     prefix=("strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o",
+                             str(trace.with_suffix("." + name))))
+    finally:
+        server.kill()
+    calls = [c for t in sorted(tmp_path.glob("trace.*")) for c in _network_calls(t)]
+    assert calls, "the index run must have talked to the Chroma server"
+    elsewhere = [c for c in calls if f"sin_port=htons({server.port})" not in c
+                 or 'inet_addr("127.0.0.1")' not in c]
+    assert elsewhere == []

@@ -243,3 +243,28 @@ def test_fusion_setting():
     assert settings_from_client({"fusion": "convex"})[0].fusion == "convex"
     settings, warnings = settings_from_client({"fusion": "average"})
     assert settings.fusion == "convex" and "mdsearch.fusion" in warnings[0]
+
+
+@pytest.mark.parametrize(("given", "problem"), [
+    ("127.0.0.1:8000", "expected a URL such as http://127.0.0.1:8000"),
+    ("ftp://127.0.0.1:8000", "expected a URL such as http://127.0.0.1:8000"),
+    ("http://127.0.0.1", "expected a port"),
+    ("http://127.0.0.1:99999", r"expected a URL such as http://127.0.0.1:8000 \(a bad port\)"),
+    ("http://127.0.0.1:8000/api/v2", "expected only a scheme, host and port"),
+    ("http://user:secret@127.0.0.1:8000", "expected only a scheme, host and port"),
+    (8000, "expected a URL"),
+])
+def test_a_chroma_url_is_a_scheme_host_and_port(given, problem):
+    with pytest.raises(SettingError, match="--chroma-url: " + problem):
+        settings_from_flags({"chroma_url": given})
+    settings, warnings = settings_from_client({"chromaUrl": given})
+    assert settings.chroma_url is None  # the client's bad value falls back to the local store
+    assert warnings and "mdsearch.chromaUrl" in warnings[0]
+
+
+def test_a_chroma_url_is_kept_as_given_without_a_trailing_slash():
+    assert settings_from_flags({"chroma_url": "http://127.0.0.1:8001/"}).chroma_url == \
+        "http://127.0.0.1:8001"
+    assert settings_from_client({"chromaUrl": "https://[::1]:8443"})[0].chroma_url == \
+        "https://[::1]:8443"
+    assert settings_from_client({"chromaUrl": ""})[0].chroma_url is None

@@ -464,7 +464,7 @@ def test_only_the_newest_other_space_is_kept(vault, tmp_path, fake_embedder):
         ws.index()
         assert ws.dropped_spaces == [first_space]
         assert not (idx / f"{first_space}.sqlite3").exists()
-        assert ws.store.other_collections() == [second_space]
+        assert list(ws.store.other_collections()) == [second_space]
     with Workspace(vault, second, fake_embedder, index_dir=idx) as ws:
         fake_embedder.reset_counts()
         assert ws.dropped_spaces == []  # the third is now the newest other

@@ -1,11 +1,40 @@
-"""Tests for ChromaStore: batch limits, cosine similarity, id and where restrictions, paging."""
+"""Tests for ChromaStore: batch limits, cosine similarity, id and where restrictions, paging.
+
+Each test runs twice: on the local persistent store in a folder, and on a real Chroma server
+(``chroma run`` on a loopback port, see tests/chroma_server.py) through the HTTP client.
+"""
 
 from __future__ import annotations
+
+import uuid
 
 import numpy as np
 import pytest
 
 from mdsearch_ls.engine.index.vector_store import ChromaStore
+
+
+@pytest.fixture(params=["local", "http"])
+def open_store(request, tmp_path):
+    """``open_store(folder, name, **kw)``: a ChromaStore of the parametrised kind. On the
+    server, the test's collections carry a key of their own (as an index's do), so tests never
+    see each other's."""
+    key = "-t" + uuid.uuid4().hex[:8]
+    opened = []
+
+    def make(folder, name, **kw):
+        if request.param == "local":
+            s = ChromaStore(folder, name, **kw)
+        else:
+            url = request.getfixturevalue("chroma_server").url
+            s = ChromaStore(None, name + key, url=url, space=name, **kw)
+        opened.append(s)
+        return s
+
+    make.kind = request.param
+    yield make
+    for s in opened:
+        s.close()
 
 
 def unit(v) -> np.ndarray:
@@ -19,10 +48,8 @@ def meta(path: str, **extra) -> dict:
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = ChromaStore(tmp_path / "chroma", "test-space-v1")
-    yield s
-    s.close()
+def store(open_store, tmp_path):
+    return open_store(tmp_path / "chroma", "test-space-v1")
 
 
 class _Spy:
@@ -50,15 +77,15 @@ class _Spy:
         return getattr(self._col, name)
 
 
-def test_batch_size_is_capped_by_the_client_limit(tmp_path):
-    s = ChromaStore(tmp_path / "c", "cap-space-v1", batch_size=10**9)
+def test_batch_size_is_capped_by_the_client_limit(open_store, tmp_path):
+    s = open_store(tmp_path / "c", "cap-space-v1", batch_size=10**9)
     assert s.max_batch > 0
     assert s.batch_size == s.max_batch
-    assert ChromaStore(tmp_path / "c", "cap-space-v1", batch_size=0).batch_size == 1
+    assert open_store(tmp_path / "c", "cap-space-v1", batch_size=0).batch_size == 1
 
 
-def test_upsert_and_delete_batches_never_exceed_the_limit(tmp_path):
-    s = ChromaStore(tmp_path / "c", "batch-space-v1", batch_size=7)
+def test_upsert_and_delete_batches_never_exceed_the_limit(open_store, tmp_path):
+    s = open_store(tmp_path / "c", "batch-space-v1", batch_size=7)
     spy = _Spy(s._col)
     s._col = spy
     ids = [f"id{i}" for i in range(20)]
@@ -71,11 +98,11 @@ def test_upsert_and_delete_batches_never_exceed_the_limit(tmp_path):
     assert s.all_ids() == set(ids[15:])
 
 
-def test_client_limit_wins_over_a_larger_setting(tmp_path, monkeypatch):
+def test_client_limit_wins_over_a_larger_setting(open_store, tmp_path, monkeypatch):
     from chromadb.api.client import Client
 
     monkeypatch.setattr(Client, "get_max_batch_size", lambda self: 3)
-    s = ChromaStore(tmp_path / "c", "small-limit-v1", batch_size=1000)
+    s = open_store(tmp_path / "c", "small-limit-v1", batch_size=1000)
     assert s.batch_size == 3
     spy = _Spy(s._col)
     s._col = spy
@@ -150,8 +177,8 @@ def test_query_where_filter_on_path(store):
     assert len(got) == 3
 
 
-def test_all_ids_pages_through_a_large_collection(tmp_path):
-    s = ChromaStore(tmp_path / "c", "page-space-v1", batch_size=500)
+def test_all_ids_pages_through_a_large_collection(open_store, tmp_path):
+    s = open_store(tmp_path / "c", "page-space-v1", batch_size=500)
     n = 2345
     rng = np.random.default_rng(0)
     vecs = rng.random((n, 4)).astype(np.float32)
@@ -164,14 +191,14 @@ def test_all_ids_pages_through_a_large_collection(tmp_path):
     assert all(g["limit"] < n for g in spy.gets)
 
 
-def test_reopen_sees_persisted_vectors(tmp_path):
-    s = ChromaStore(tmp_path / "c", "persist-space-v1")
+def test_reopen_sees_persisted_vectors(open_store, tmp_path):
+    s = open_store(tmp_path / "c", "persist-space-v1")
     s.upsert(["a", "b"], np.stack([unit([1, 0]), unit([0, 1])]), [meta("a.md"), meta("b.md")])
     s.close()
-    again = ChromaStore(tmp_path / "c", "persist-space-v1")
+    again = open_store(tmp_path / "c", "persist-space-v1")
     assert again.all_ids() == {"a", "b"}
     # Another collection name is another embedding space: empty.
-    other = ChromaStore(tmp_path / "c", "other-space-v1")
+    other = open_store(tmp_path / "c", "other-space-v1")
     assert other.count() == 0
 
 
@@ -190,3 +217,35 @@ def test_chunk_metadata_is_derived_from_the_location(store):
     assert chunk_metadata(rec, None)["tags"] == ""
     store.upsert(["c1"], np.stack([unit([1, 0, 0])]), [meta])
     assert [cid for cid, _ in store.query(unit([1, 0, 0]), 1, where={"path": "a/b.md"})] == ["c1"]
+
+
+def test_the_clean_close_token_stays_with_the_collection(open_store, tmp_path):
+    """The token the writer seals a clean close with is read back by the next open, and
+    writing it leaves the collection's cosine space alone (Chroma refuses to change it)."""
+    s = open_store(tmp_path / "c", "marker-space-v1")
+    assert s.marker() is None
+    s.upsert(["a"], np.stack([unit([1, 0])]), [meta("a.md")])
+    s.set_marker("7 feedface")
+    s.close()
+    again = open_store(tmp_path / "c", "marker-space-v1")
+    assert again.marker() == "7 feedface"
+    again.set_marker("")  # a writer has started writing
+    assert again.marker() != "7 feedface"
+    assert again.query(unit([0.6, 0.8]), 1)[0][1] == pytest.approx(0.6, abs=1e-5)
+
+
+def test_on_a_server_only_this_index_s_collections_are_its_other_spaces(chroma_server):
+    """Many indexes share a server: another index's collections (another key) are never listed
+    as this one's, so pruning old spaces can never drop them."""
+    url = chroma_server.url
+    key, other_key = "-i" + uuid.uuid4().hex[:8], "-i" + uuid.uuid4().hex[:8]
+    opened = [ChromaStore(None, f"{space}{k}", url=url, space=space)
+              for space, k in [("new-v1", key), ("old-v1", key), ("new-v1", other_key)]]
+    try:
+        assert opened[0].other_collections() == {"old-v1": f"old-v1{key}"}
+        assert opened[2].other_collections() == {}
+        with pytest.raises(ValueError):
+            opened[0].drop_collection(opened[0].name)
+    finally:
+        for s in opened:
+            s.close()

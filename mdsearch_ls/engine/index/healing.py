@@ -12,6 +12,7 @@ import glob
 import logging
 import os
 import shutil
+import socket
 import sqlite3
 import time
 from pathlib import Path
@@ -20,7 +21,12 @@ from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import IndexOpenError, MdsearchError
 from mdsearch_ls.engine.index.indexer import Indexer
-from mdsearch_ls.engine.index.layout import DAMAGED_PREFIX, KEEP_DAMAGED
+from mdsearch_ls.engine.index.layout import (
+    DAMAGED_PREFIX,
+    KEEP_DAMAGED,
+    collection_name,
+    recorded_model,
+)
 from mdsearch_ls.engine.index.manifest import Manifest, is_damage
 from mdsearch_ls.engine.index.vector_store import ChromaStore, StoreError, short_error
 
@@ -64,6 +70,9 @@ class WriterOpen:
     repaired: int | None
     _damaged_dir: Path | None
     _stale_vectors: bool
+    _reset_remote: bool = False
+    """A Chroma server's collection failed the probe: empty it on the next attempt, and the
+    manifest's vector cache refills it (there are no files of ours to set aside)."""
 
     @property
     def _manifest_path(self) -> Path:
@@ -93,7 +102,10 @@ class WriterOpen:
                     ) from damage.__cause__
                 moved.add(damage.part)
                 found.append(f"{damage.part}: {damage.detail}")
-                self._set_aside(damage)
+                if damage.paths:
+                    self._set_aside(damage)
+                else:
+                    self._reset_remote = True
                 continue
             break
         assert self.store is not None and self.indexer is not None
@@ -122,10 +134,15 @@ class WriterOpen:
             raise IndexOpenError(f"the manifest in {self.index_dir} cannot be opened ({exc})") \
                 from exc
         try:
-            self.store = ChromaStore(chroma_dir, self.space, batch_size=self.settings.batch_size)
+            self.store = self._make_store(chroma_dir)
         except StoreError as exc:
             raise _Damaged("vector store", _cause(exc), [chroma_dir]) from exc
+        # A server's collection is not ours to move aside: a damaged one is emptied instead.
+        damaged_files = [] if self.store.remote else [chroma_dir]
         try:
+            if self._reset_remote:
+                self._reset_remote = False
+                self.store.reset()
             self._stale_vectors = self.manifest.created and self.store.count() > 0
             if self._stale_vectors:
                 # A new manifest: the old collection has nothing left to agree with.
@@ -145,9 +162,65 @@ class WriterOpen:
         except (OSError, MdsearchError):
             raise
         except Exception as exc:  # anything else Chroma raises on a sound index is damage
-            raise _Damaged("vector store", short_error(exc), [chroma_dir]) from exc
+            raise _Damaged("vector store", short_error(exc), damaged_files) from exc
         if problem:
-            raise _Damaged("vector store", problem, [chroma_dir])
+            raise _Damaged("vector store", problem, damaged_files)
+
+    def _note_switch(self) -> str | None:
+        """Record the model of a new space in its manifest, and when the index folder already
+        holds other spaces, say what switching costs (their vectors are of another model or
+        other chunks, never mixed with this one's)."""
+        if not self.manifest.created:
+            return None
+        self.manifest.set_meta("model", self.embedder.name)
+        newest: tuple[float, str] | None = None
+        for f in self.index_dir.glob("*.sqlite3"):
+            if f.stem != self.space:
+                with contextlib.suppress(OSError):
+                    newest = max(newest or (0.0, ""), (f.stat().st_mtime, f.stem))
+        if newest is None:
+            return None
+        other = newest[1]
+        model = recorded_model(self.index_dir / f"{other}.sqlite3")
+        if model is not None and model != self.embedder.name:
+            why = (f"it was indexed with the model {model}, and {self.embedder.name} is another "
+                   f"embedding space (its vectors are never compared with {model}'s)")
+            back = f"switching back to {model}"
+        else:
+            why = "it was indexed with other chunking settings"
+            back = "switching back"
+        return (f"{self.root}: {why}: every note is embedded again, once. The other index is "
+                f"kept, so {back} re-embeds nothing.")
+
+    def vectors_where(self) -> str:
+        """Where this index's vectors live, for ``status``: the index folder's Chroma, or the
+        server and collection (what a person looks for when managing a shared server)."""
+        url = self.settings.chroma_url
+        if not url:
+            return str(self.index_dir / "chroma")
+        return f"{url} (collection {collection_name(self.settings, self.index_dir)})"
+
+    def _check_vector_server(self) -> None:
+        """Before a write open creates anything (the index folder, the lock, a manifest): when
+        the vectors live on a Chroma server, it must answer, or the open stops with a
+        :class:`VectorServerError` and nothing is written."""
+        if self.settings.chroma_url:
+            from mdsearch_ls.engine.index.chroma_server import check
+
+            check(self.settings.chroma_url)
+
+    def _make_store(self, chroma_dir: Path) -> ChromaStore:
+        """The vector store of this space: the index folder's own Chroma, or a collection on
+        the Chroma server the settings name, under a name that carries this index's identity
+        (:func:`collection_name`)."""
+        url = self.settings.chroma_url
+        if not url:
+            return ChromaStore(chroma_dir, self.space, batch_size=self.settings.batch_size)
+        return ChromaStore(
+            None, collection_name(self.settings, self.index_dir), url=url, space=self.space,
+            batch_size=self.settings.batch_size,
+            label=f"{socket.gethostname()}:{self.index_dir}",
+        )
 
     def _close_stores(self) -> None:
         for part in (getattr(self, "store", None), getattr(self, "manifest", None)):
@@ -213,7 +286,7 @@ class WriterOpen:
             collections = self.store.other_collections()
         except Exception as exc:  # a listing failure must not stop the index from opening
             log.warning("could not list old index collections in %s: %s", self.index_dir, exc)
-            collections = []
+            collections = {}
         for name in collections:
             seen.setdefault(name, 0.0)  # a collection whose manifest is gone: oldest
         dropped = sorted(seen, key=lambda n: (-seen[n], n))[KEEP_OTHER_SPACES:]
@@ -226,7 +299,7 @@ class WriterOpen:
                     snapshot.unlink()
             if name in collections:
                 try:
-                    self.store.drop_collection(name)
+                    self.store.drop_collection(collections[name])
                 except Exception as exc:
                     log.warning("could not drop old index collection %s: %s", name, exc)
         if dropped:

@@ -23,10 +23,9 @@ huge note never holds back a vault, and no note gives more than ``max_chunks_per
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
-import re
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -42,6 +41,12 @@ from mdsearch_ls.engine.index.embed_queue import (
     _Pending,
     _Skips,
 )
+from mdsearch_ls.engine.index.identity import (
+    body_hash,
+    chunk_id,
+    is_document,
+    sha1,
+)
 from mdsearch_ls.engine.index.layout import FORMATS_META
 from mdsearch_ls.engine.index.manifest import Manifest
 from mdsearch_ls.engine.index.vector_store import ChromaStore, chunk_metadata
@@ -54,32 +59,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def is_document(rel: str, formats: Sequence[str]) -> bool:
-    """Whether ``rel`` is read through a converter (a PDF, a notebook...) rather than as a note."""
-    return sources.format_of(rel, formats) is not None
-
-
 STORE_CLEAN = "store_clean"
 """Manifest meta: the generation at which the writer last closed Chroma cleanly ("" while a
 writer may have written Chroma past the manifest)."""
-
-
-def sha1(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def chunk_id(path: str, ordinal: int, embed_hash: str) -> str:
-    """Deterministic: the same note content always yields the same ids, so replays are no-ops."""
-    return sha1(f"{path}\x00{ordinal}\x00{embed_hash}")[:32]
-
-
-_BODY_WS = re.compile(r"\s+")
-
-
-def body_hash(chunk: chunking.Chunk) -> str:
-    """Hash of a chunk's body without its headings: equal for template sections across notes
-    (whitespace and case aside), which is how boilerplate is told from a note's own words."""
-    return sha1(_BODY_WS.sub(" ", chunk.body).strip().lower())
 
 
 class Indexer:
@@ -112,27 +94,44 @@ class Indexer:
 
     def _writing_store(self) -> None:
         """Called before every write to Chroma: from here until a clean close, Chroma may be
-        ahead of the manifest, so the next open must compare them in full."""
+        ahead of the manifest, so the next open must compare them in full. Both halves of the
+        clean-close token are cleared (the collection's matters when it lives on a server that
+        another copy of the manifest could meet)."""
         self._settled = False
         if not self._store_dirty:
             self.manifest.set_meta(STORE_CLEAN, "")
+            self.store.set_marker("")
             self._store_dirty = True
 
-    def mark_store_clean(self) -> None:
-        """Record that Chroma holds exactly the manifest's chunks at this generation: the
-        owner calls it after closing the store cleanly, so the next open can skip the full
-        comparison (which pages through every id in Chroma: seconds at 50k chunks). Nothing is
-        recorded after a write that failed half-way: then the next open compares in full."""
+    def seal_store(self) -> str | None:
+        """Before the owner closes the store: write a new clean-close token into the collection
+        and return it (None after a write that failed half-way: then the next open compares in
+        full). :meth:`mark_store_clean` puts the same token in the manifest once the store has
+        closed cleanly."""
         if not self._settled:
-            return
-        self.manifest.set_meta(STORE_CLEAN, str(self.manifest.generation))
+            return None
+        token = f"{self.manifest.generation} {uuid.uuid4().hex}"
+        self.store.set_marker(token)
+        return token
+
+    def mark_store_clean(self, token: str) -> None:
+        """Record that Chroma holds exactly the manifest's chunks at this generation, so the
+        next open can skip the full comparison (which pages through every id in Chroma:
+        seconds at 50k chunks)."""
+        self.manifest.set_meta(STORE_CLEAN, token)
         self._store_dirty = False
 
     def _store_known_clean(self) -> bool:
+        """Whether Chroma can be trusted to hold the manifest's chunks, cheaply: the manifest
+        and the collection carry the same clean-close token, of this generation, and the
+        counts agree. A Chroma folder deleted or replaced, a server wiped, restarted on another
+        path or restored from a backup, a manifest restored from a backup: each breaks one of
+        these, and the open compares id by id and heals from the vector cache."""
         clean = self.manifest.get_meta(STORE_CLEAN)
-        if not clean or clean != str(self.manifest.generation):
+        if not clean or clean.split()[0] != str(self.manifest.generation):
             return False
-        # A cheap check of the marker's claim: a Chroma folder deleted or replaced since.
+        if self.store.marker() != clean:
+            return False
         return self.store.count() == self.manifest.counts()[1]
 
     def reconcile(self) -> int:
@@ -170,6 +169,14 @@ class Indexer:
                 self.manifest.delete_files(sorted(lost))
         self._settled = True
         return len(extra) + len(missing)
+
+    def _heal_failed_write(self) -> None:
+        """A write of this process failed half-way (a Chroma server that went away): compare
+        in full before the next one, as an open after a crash would (its collection looked up
+        again: a server wiped meanwhile has lost it)."""
+        if not self._settled:
+            self.store.refresh()
+            self.reconcile()
 
     # ---- full scan --------------------------------------------------------------------------
 
@@ -241,6 +248,7 @@ class Indexer:
         """Reindex exactly these notes (a save, a watcher event); deleted ones are dropped."""
         t0 = time.perf_counter()
         report = IndexReport()
+        self._heal_failed_write()
         known = self.manifest.files()
         skips = _Skips(self.manifest, report)
         todo: list[sources.SourceFile] = []
@@ -274,6 +282,7 @@ class Indexer:
     def delete(self, paths: Iterable[str | Path]) -> IndexReport:
         """Drop notes from the index (a delete event); unknown paths are ignored."""
         t0 = time.perf_counter()
+        self._heal_failed_write()
         known = self.manifest.files()
         gone = [p for p in dict.fromkeys(self._rel(p) for p in paths) if p and p in known]
         # A deleted folder arrives as one path: drop every note under it.

@@ -141,6 +141,34 @@ def space_name(settings: Settings) -> str:
     return f"{model[:60] or 'model'}-{chunking_key}-v{SCHEMA_VERSION}"
 
 
+def _machine_id() -> str:
+    """What tells this machine from another one: systemd's machine id, else the host name."""
+    import socket
+
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        with contextlib.suppress(OSError):
+            text = Path(path).read_text("ascii").strip()
+            if text:
+                return text
+    return socket.gethostname()
+
+
+def collection_name(settings: Settings, index_dir: Path) -> str:
+    """The Chroma collection of one embedding space of one index.
+
+    In the index folder's own Chroma it is the space's name. On a Chroma server (``chroma_url``)
+    many indexes share one namespace, so the name also carries the index's identity: a hash of
+    this machine's id and the index folder's absolute path. Two folders, or two people's
+    machines with the same paths, never share a collection; and the name is the same every time
+    this index opens, so deleting the index folder and indexing again reuses (and empties) its
+    collection instead of leaving an orphan on the server."""
+    space = space_name(settings)
+    if not settings.chroma_url:
+        return space
+    key = hashlib.sha1(f"{_machine_id()}\0{index_dir.resolve()}".encode()).hexdigest()[:12]
+    return f"{space}-i{key}"
+
+
 DAMAGED_PREFIX = "damaged-"
 """Damaged files are moved into ``<index dir>/damaged-<time>/``; the newest few are kept."""
 KEEP_DAMAGED = 3

@@ -1,4 +1,7 @@
-"""The vector store: a Chroma collection on disk, written in batches, never embedding by itself.
+"""The vector store: a Chroma collection, written in batches, never embedding by itself.
+
+The collection lives in the index folder, or on a Chroma server when ``chroma_url`` names one
+(:mod:`.chroma_server`: timeouts, retries, errors that name the server).
 
 Chroma is used for what it is good at, the approximate-nearest-neighbour graph; the chunk text and
 the truth about what is indexed live in the manifest. Three rules from experience with Chroma 1.x:
@@ -17,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from mdsearch_ls.engine.errors import VectorServerError
 from mdsearch_ls.engine.locations import FileRecord, Location
 
 log = logging.getLogger(__name__)
@@ -44,16 +48,62 @@ def _quiet_chroma() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
-class ChromaStore:
-    """One collection of one embedding space in a persistent Chroma directory."""
+MARKER_KEY = "mdsearch_clean"
+"""Collection metadata: the token of the writer's last clean close, also kept in the manifest;
+the two agree only when no write reached the collection since (see ``Indexer``)."""
+LABEL_KEY = "mdsearch_index"
+"""Collection metadata on a server: which machine and index folder the collection belongs to,
+for a person listing the server's collections."""
 
-    def __init__(self, path: Path, collection: str, *, batch_size: int = 1000) -> None:
+
+class ChromaStore:
+    """One collection of one embedding space: in a persistent Chroma directory (``path``), or on
+    a Chroma server (``url``, see :mod:`.chroma_server`) when the settings name one."""
+
+    def __init__(
+        self,
+        path: Path | None,
+        collection: str,
+        *,
+        batch_size: int = 1000,
+        url: str | None = None,
+        space: str | None = None,
+        label: str = "",
+    ) -> None:
         _quiet_chroma()
+        self.path = path
+        self.url = url
+        self.name = collection
+        # On a server the collection's name is the space's plus this index's key, and only
+        # collections with the same key are this index's other spaces.
+        self._suffix = collection[len(space):] if space and collection.startswith(space) else ""
+        self._label = {LABEL_KEY: label} if url and label else {}
+        self._client: Any = None
+        if url is not None:
+            from mdsearch_ls.engine.index import chroma_server
+
+            self._client = chroma_server.Retrying(chroma_server.connect(url), url)
+            try:
+                self._col = self._open_collection(collection)
+            except BaseException:
+                self.close()
+                raise
+        else:
+            self._open_local(path, collection)
+        self.max_batch = int(self._client.get_max_batch_size())
+        self.batch_size = max(1, min(batch_size, self.max_batch))
+
+    @property
+    def remote(self) -> bool:
+        """Whether the vectors live on a Chroma server rather than in the index folder."""
+        return self.url is not None
+
+    def _open_local(self, path: Path | None, collection: str) -> None:
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
-        self.path = path
-        self._client: Any = None
+        if path is None:
+            raise ValueError("a local store needs a path")
         path.mkdir(parents=True, exist_ok=True)
         try:
             self._client = chromadb.PersistentClient(
@@ -67,16 +117,33 @@ class ChromaStore:
             raise StoreError(
                 f"could not open the vector index in {path}: {short_error(exc)}"
             ) from exc
-        self.max_batch = int(self._client.get_max_batch_size())
-        self.batch_size = max(1, min(batch_size, self.max_batch))
-        self.name = collection
 
     def _open_collection(self, name: str) -> Any:
-        return self._client.get_or_create_collection(
+        col = self._client.get_or_create_collection(
             name=name,
-            metadata={"hnsw:space": "cosine"},
+            metadata={"hnsw:space": "cosine", **self._label},
             embedding_function=None,
         )
+        if self.url is not None:
+            from mdsearch_ls.engine.index.chroma_server import Retrying
+
+            return Retrying(col, self.url)
+        return col
+
+    def marker(self) -> str | None:
+        """The clean-close token the collection holds (read when it was opened)."""
+        meta = self._col.metadata or {}
+        value = meta.get(MARKER_KEY)
+        return str(value) if value else None
+
+    def set_marker(self, token: str) -> None:
+        """Record a clean-close token in the collection ("-": a writer is writing it)."""
+        self._col.modify(metadata={MARKER_KEY: token or "-", **self._label})
+
+    def refresh(self) -> None:
+        """Look the collection up again (created empty if it is gone): after a failed write, a
+        server may have been wiped or restarted on another folder while this process ran."""
+        self._col = self._open_collection(self.name)
 
     def reset(self) -> None:
         """Empty this store's collection at once (drop and create it), for a manifest that
@@ -101,6 +168,8 @@ class ChromaStore:
                     query_embeddings=[np.asarray(v, dtype=np.float32)], n_results=1,
                     include=["distances"],
                 )
+            except VectorServerError:
+                raise  # a server that does not answer is not a damaged collection
             except Exception as exc:
                 return f"a query fails: {short_error(exc)}"
             dists = res["distances"][0] if res.get("distances") else []
@@ -184,10 +253,16 @@ class ChromaStore:
         dists = res["distances"][0] if res.get("distances") else []
         return [(cid, 1.0 - float(d)) for cid, d in zip(found, dists, strict=False)]
 
-    def other_collections(self) -> list[str]:
-        """Names of the collections of other embedding spaces in the same Chroma directory."""
-        names = (getattr(c, "name", c) for c in self._client.list_collections())
-        return sorted(str(n) for n in names if n != self.name)
+    def other_collections(self) -> dict[str, str]:
+        """The collections of this index's other embedding spaces, as {space: collection}: on
+        a server, only those with this index's key (other indexes' are never touched)."""
+        out: dict[str, str] = {}
+        for c in self._client.list_collections():
+            name = str(getattr(c, "name", c))
+            if name == self.name or not name.endswith(self._suffix):
+                continue
+            out[name[: len(name) - len(self._suffix)] if self._suffix else name] = name
+        return dict(sorted(out.items()))
 
     def drop_collection(self, name: str) -> None:
         """Delete another space's collection and its files; never this store's own."""
@@ -201,11 +276,12 @@ class ChromaStore:
         other folders' indexes open in the same server are not affected."""
         self._col = None
         client, self._client = self._client, None
+        client = getattr(client, "target", client)  # a server's client, unwrapped
         if client is not None:
             try:
                 client.close()
             except Exception as exc:  # closing must never hide the error that led here
-                log.debug("closing the Chroma client of %s: %s", self.path, exc)
+                log.debug("closing the Chroma client of %s: %s", self.url or self.path, exc)
 
 
 def _forget_system(path: Path) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import RequestError
-from mdsearch_ls.engine.index.indexer import sha1
+from mdsearch_ls.engine.index.identity import sha1
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.hits import Hit
 from mdsearch_ls.engine.search.requests import RelatedRequest

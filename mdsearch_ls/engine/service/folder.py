@@ -136,7 +136,7 @@ class IndexedFolder:
         finally:
             self._opened.set()
         self._tell_healed(self.ws)
-        self._listen()
+        self._resident = self._resident or ResidentSearch.open_for(self)  # CLI searches
         if self.ws.read_only:
             log.info("%s: %s", self.name, self.ws.read_only_reason)
             self._on_message(
@@ -146,11 +146,6 @@ class IndexedFolder:
                 "info",
             )
             self._arm_take_over()
-
-    def _listen(self) -> None:
-        """As the index's writer, answer the CLI's searches of it too (see :mod:`.resident`)."""
-        if self._resident is None and not self.closed:
-            self._resident = ResidentSearch.open_for(self)
 
     def _tell_healed(self, ws: Workspace) -> None:
         """Opening found the index damaged and set it aside, or started a new embedding space
@@ -181,7 +176,7 @@ class IndexedFolder:
         # folder, not now.
         self._retired.append(self.ws)
         self.ws = ws
-        self._listen()
+        self._resident = self._resident or ResidentSearch.open_for(self)  # CLI searches
         self.state = STATE_INDEXING
         self._on_change()
         report = ws.index(cancel=lambda: self.closed)

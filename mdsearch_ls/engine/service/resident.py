@@ -104,7 +104,7 @@ class ResidentSearch:
         reader (the writer's socket is the one to ask), with ``resident`` off, or when it
         cannot listen (that costs only speed: the CLI searches by itself)."""
         ws = folder.ws
-        if ws is None or ws.read_only or not folder.settings.resident:
+        if ws is None or ws.read_only or not folder.settings.resident or folder.closed:
             return None
         resident = cls(folder, ws.index_dir)
         return resident if resident.start() else None
