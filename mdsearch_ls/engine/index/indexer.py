@@ -30,8 +30,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.index.embed_queue import (
     CancelFn,
@@ -54,6 +52,7 @@ from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
 from mdsearch_ls.engine.notes import files as sources
 
 if TYPE_CHECKING:
+
     from mdsearch_ls.engine.notes import chunking
 
 log = logging.getLogger(__name__)
@@ -139,6 +138,8 @@ class Indexer:
 
         A full comparison only when the last writer did not close cleanly (or Chroma's size
         disagrees): its cost then is the index's size, otherwise two counts."""
+        import numpy as np
+
         if not self._store_dirty and self._store_known_clean():
             return 0
         want = self.manifest.chunk_ids()
@@ -429,6 +430,8 @@ class Indexer:
 
     def _flush(self, group: list[_Pending], report: IndexReport) -> None:
         """Write notes whose vectors are all in the cache: Chroma first, then the manifest."""
+        import numpy as np
+
         hashes: dict[str, str] = {}
         for p in group:
             for rec, ch in zip(p.records, p.note.chunks, strict=True):

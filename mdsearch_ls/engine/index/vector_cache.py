@@ -11,9 +11,11 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 
 class VectorCache:
@@ -29,12 +31,16 @@ class VectorCache:
         raise NotImplementedError
 
     def vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         sql = "SELECT embed_hash, vector FROM vectors WHERE embed_hash IN ({marks})"
         return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in self._rows_in(sql, hashes)}
 
     def sample_vectors(self, n: int) -> list[np.ndarray]:
         """Cached vectors of up to ``n`` indexed chunks spread over the table, the most recently
         written among them (the one a crash most likely left out of Chroma's graph)."""
+        import numpy as np
+
         conn = self._conn()
         top = conn.execute("SELECT max(rowid) FROM chunks").fetchone()[0]
         if not top:
@@ -65,6 +71,8 @@ class VectorCache:
         One read for exact filtered search (see ``Searcher``); row order is arbitrary but the
         three agree.
         """
+        import numpy as np
+
         ids: list[str] = []
         paths: list[str] = []
         # Each row goes straight into one preallocated matrix (sized by the chunk count, which
@@ -87,6 +95,8 @@ class VectorCache:
         return ids, paths, matrix
 
     def put_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        import numpy as np
+
         if not vectors:
             return
         conn = self._conn()

@@ -24,11 +24,16 @@ import json
 import logging
 import os
 import secrets
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.format import open_memmap
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.index.manifest import Manifest
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +48,31 @@ def identity(generation: int, last_update: str | None) -> str:
     """Which manifest state a snapshot copies: a generation number alone repeats after a
     rebuild, the commit time beside it does not."""
     return f"{generation}:{last_update or ''}"
+
+
+def state(manifest: Manifest, generation: int) -> str:
+    """The identity of a manifest at ``generation`` (its commit time read beside it)."""
+    return identity(generation, manifest.get_meta("last_update"))
+
+
+def leave(manifest: Manifest, table: Any) -> None:
+    """The writer, closing: write the snapshot of the manifest's state unless it is there, from
+    ``table`` (the searcher's, when it is of this generation: no second read) or the manifest.
+    A manifest in trouble is the next writer's to heal: nothing is written then."""
+    try:
+        gen = manifest.generation
+        ident = state(manifest, gen)
+        chunks = manifest.counts()[1]
+        if current(manifest.path) == ident:
+            return
+        if table is not None and table.generation == gen:
+            rows: Iterable[tuple[str, str, Any]] = (
+                (table.id_at(i), table.path_at(i), table.matrix[i]) for i in range(len(table)))
+        else:
+            rows = manifest.vector_rows()
+        save(manifest.path, ident, chunks, rows)
+    except sqlite3.Error as exc:
+        log.info("no vector snapshot written: %s", exc)
 
 
 def load(manifest_path: Path, ident: str) -> tuple[np.ndarray, tuple[np.ndarray, list[str]],

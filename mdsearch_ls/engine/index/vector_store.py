@@ -16,12 +16,13 @@ import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.engine.errors import VectorServerError
 from mdsearch_ls.engine.locations import FileRecord, Location
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +162,8 @@ class ChromaStore:
         identical one), so a handful of lookups tell a sound graph from a broken one. One miss
         is tolerated: the graph is approximate.
         """
+        import numpy as np
+
         missed = 0
         for v in vectors:
             try:
@@ -186,6 +189,8 @@ class ChromaStore:
     def upsert(
         self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[Metadata]
     ) -> None:
+        import numpy as np
+
         if not ids:
             return
         if len(ids) != len(vectors) or len(ids) != len(metadatas):
@@ -233,6 +238,8 @@ class ChromaStore:
         ids: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Nearest chunks as (id, cosine similarity), best first."""
+        import numpy as np
+
         total = self.count()
         if total == 0 or k <= 0:
             return []

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import RequestError
@@ -23,9 +21,9 @@ from mdsearch_ls.engine.index.identity import sha1
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.hits import Hit
 from mdsearch_ls.engine.search.requests import RelatedRequest
-from mdsearch_ls.engine.search.vectors import mean_vector
 
 if TYPE_CHECKING:
+
     from mdsearch_ls.engine.index.manifest import Manifest
     from mdsearch_ls.engine.notes import chunking
     from mdsearch_ls.engine.search.searcher import Searcher
@@ -85,7 +83,10 @@ def related_sections(
     ``reading`` guards each read of the index (see ``Workspace._reading``), so a read-only
     index that another process rebuilds is reopened rather than read half-written.
     """
+    import numpy as np
+
     from mdsearch_ls.engine.notes import chunking  # the parser: not needed by a search
+    from mdsearch_ls.engine.search.vectors import mean_vector
 
     text = request.text
     if text is not None and over_limit(text, settings.max_file_bytes):

@@ -11,29 +11,26 @@ fused score, each list's rank) is on the hit and in ``Hit.explain``. The query g
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from mdsearch_ls.config import FUSIONS, MODES
-from mdsearch_ls.engine.index import vector_snapshot
 from mdsearch_ls.engine.search import keyword, phrases, ranking
 from mdsearch_ls.engine.search.hits import Hit, SearchResult
 from mdsearch_ls.engine.search.note_lookups import NoteLookups
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
 from mdsearch_ls.engine.search.ranking import Candidate, RankingParams, boilerplate_weight
 from mdsearch_ls.engine.search.snippets import make_snippet
-from mdsearch_ls.engine.search.vectors import VectorTable
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from mdsearch_ls.engine.index.manifest import Manifest
     from mdsearch_ls.engine.index.vector_store import ChromaStore
+    from mdsearch_ls.engine.search.vectors import VectorTable
 
 # Semantic search is exact (a matrix product over the vectors, held in memory per index
 # generation) up to this many chunks in the index: a few milliseconds at 10k chunks, no slower
@@ -366,36 +363,25 @@ class Searcher:
                 return table
             if self.store is not None and self.manifest.counts()[1] > EXACT_MAX_CHUNKS:
                 return None
-            mapped = vector_snapshot.load(self.manifest.path, self._identity(gen))
+            from mdsearch_ls.engine.index import vector_snapshot
+            from mdsearch_ls.engine.search.vectors import VectorTable
+
+            mapped = vector_snapshot.load(self.manifest.path,
+                                          vector_snapshot.state(self.manifest, gen))
             table = (VectorTable(gen, *mapped) if mapped is not None
                      else VectorTable(gen, *self.manifest.vector_table()))
             self._table = table
             return table
 
-    def _identity(self, gen: int) -> str:
-        return vector_snapshot.identity(gen, self.manifest.get_meta("last_update"))
-
     def leave_snapshot(self) -> None:
-        """The writer, closing: leave this generation's vectors as files for the readers to
-        map (see :mod:`~mdsearch_ls.engine.index.vector_snapshot`), unless they are there."""
-        try:
-            gen = self.manifest.generation
-            ident = self._identity(gen)
-            chunks = self.manifest.counts()[1]
-        except sqlite3.Error:  # a manifest in trouble is the next writer's to heal
-            return
-        if vector_snapshot.current(self.manifest.path) == ident:
-            return
-        table = self._table
-        if table is not None and table.generation == gen:
-            rows: Iterable[tuple[str, str, Any]] = (
-                (table.id_at(i), table.path_at(i), table.matrix[i]) for i in range(len(table)))
-        else:
-            rows = self.manifest.vector_rows()
-        with contextlib.suppress(sqlite3.Error):
-            vector_snapshot.save(self.manifest.path, ident, chunks, rows)
+        """The writer, closing: leave this generation's vectors for the readers to map."""
+        from mdsearch_ls.engine.index import vector_snapshot
+
+        vector_snapshot.leave(self.manifest, self._table)
 
     def _fill_cosines(self, cands: Iterable[Candidate], qvec: np.ndarray) -> None:
+        import numpy as np
+
         missing = [c for c in cands if c.cosine is None]
         if not missing:
             return
