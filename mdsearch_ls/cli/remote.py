@@ -17,7 +17,7 @@ import argparse
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -90,31 +90,16 @@ def check_args(args: argparse.Namespace) -> None:
 # ---- what the printer reads, built from the tool's structured answer ---------------------------
 
 
-@dataclass
-class RemoteHit:
-    """A hit as the printer reads it, from one ``search_markdown`` result."""
+def make_hit(path: str, title: str, breadcrumb: str, start_line: int, end_line: int,
+             score: float | None, keyword_rank: int | None, snippet: str, chunk_id: str,
+             explain: dict[str, Any] | None = None) -> Any:
+    """A hit as a local search makes it (the engine's own ``Hit``: its JSON, page and format
+    are a local hit's by construction), from the fields a server sent."""
+    from mdsearch_ls.engine.api import Hit
 
-    path: str
-    title: str
-    start_line: int
-    end_line: int
-    breadcrumb: str
-    score: float | None
-    keyword_rank: int | None
-    snippet: str
-    chunk_id: str
-    explain: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self, *, explain: bool = False) -> dict[str, Any]:
-        """The fields of a local hit's JSON (0-based lines, as there)."""
-        out = {"path": self.path, "title": self.title, "breadcrumb": self.breadcrumb,
-               "start_line": self.start_line, "end_line": self.end_line,
-               # rounded once, as a local hit's JSON rounds its score
-               "score": None if self.score is None else round(self.score, 4),
-               "snippet": self.snippet}
-        if explain:
-            out["explain"] = self.explain
-        return out
+    return Hit(path=path, title=title, breadcrumb=breadcrumb, start_line=start_line,
+               end_line=end_line, score=score, snippet=snippet, chunk_id=chunk_id,
+               keyword_rank=keyword_rank, explain=dict(explain or {}))
 
 
 @dataclass
@@ -135,7 +120,7 @@ class RemoteIndex:
 
 @dataclass
 class RemoteResult:
-    hits: list[RemoteHit]
+    hits: list[Any]
     notes: tuple[str, ...]
     index: RemoteIndex
 
@@ -186,7 +171,7 @@ def _result(view: RemoteView, structured: dict[str, Any], texts: Sequence[str]) 
         title = str(r.get("title") or crumb.rsplit(" > ", 1)[-1])
         heading = _starts_with_heading(text)  # read_section's text keeps its heading
         view.texts[key] = text if heading or not title else f"# {title}\n{text}"
-        hits.append(RemoteHit(
+        hits.append(make_hit(
             path=str(r["path"]), title=title, start_line=int(r["start_line"]) - 1,
             end_line=int(r["end_line"]) - 1, breadcrumb=crumb,
             score=None if r.get("score") is None else float(r["score"]),

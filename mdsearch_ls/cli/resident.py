@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mdsearch_ls.cli.common import EXIT_OK, EXIT_USAGE, UsageError, _note, log
-from mdsearch_ls.cli.remote import RemoteHit, RemoteIndex, RemoteResult, RemoteView
+from mdsearch_ls.cli.remote import RemoteIndex, RemoteResult, RemoteView, make_hit
 from mdsearch_ls.config import Settings
 
 CONNECT_S = 2.0
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
     printer = printer_cls(args, view, args.mode or settings.mode)
     status = EXIT_OK
     results = iter(answer["results"])
-    hits: list[RemoteHit] = []
+    hits: list[Any] = []
     for q in queries:
         if q.error is not None:
             printer.error(q.text, q.error)
@@ -125,14 +125,14 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
     return status
 
 
-def _hit(view: RemoteView, h: dict[str, Any]) -> RemoteHit:
+def _hit(view: RemoteView, h: dict[str, Any]) -> Any:
     cid = str(h.get("chunk_id") or "")
     if h.get("text") is not None and cid:
         view.texts[cid] = str(h["text"])
-    return RemoteHit(path=str(h["path"]), title=str(h["title"]),
-                     start_line=int(h["start_line"]), end_line=int(h["end_line"]),
-                     breadcrumb=str(h["breadcrumb"]), score=h.get("score"),
-                     keyword_rank=h.get("keyword_rank"), snippet=str(h.get("snippet") or ""),
-                     chunk_id=cid, explain=dict(h.get("explain") or {}))
+    return make_hit(path=str(h["path"]), title=str(h["title"]),
+                    start_line=int(h["start_line"]), end_line=int(h["end_line"]),
+                    breadcrumb=str(h["breadcrumb"]), score=h.get("score"),
+                    keyword_rank=h.get("keyword_rank"), snippet=str(h.get("snippet") or ""),
+                    chunk_id=cid, explain=h.get("explain"))
 
 

@@ -42,7 +42,7 @@ _WHERE: dict[str, str] = {
     "WritingAids": "mdsearch_ls.engine.writing.aids",
     "Embedder": "mdsearch_ls.engine.embedding",
     "Heading": "mdsearch_ls.engine.notes.chunking",
-    "Hit": "mdsearch_ls.engine.search.searcher",
+    "Hit": "mdsearch_ls.engine.search.hits",
     "IndexLockedError": "mdsearch_ls.engine.errors",
     "IndexOpenError": "mdsearch_ls.engine.errors",
     "IndexReadOnlyError": "mdsearch_ls.engine.errors",
@@ -122,7 +122,7 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.notes.chunking import Heading, outline
     from mdsearch_ls.engine.notes.decoding import lone_surrogate_field
     from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
-    from mdsearch_ls.engine.search.hits import SearchResult
+    from mdsearch_ls.engine.search.hits import Hit, SearchResult
     from mdsearch_ls.engine.search.merging import merge_rankings
     from mdsearch_ls.engine.search.preview import (
         Snippet,
@@ -134,7 +134,6 @@ if TYPE_CHECKING:
     )
     from mdsearch_ls.engine.search.query import QueryError
     from mdsearch_ls.engine.search.requests import MAX_LIMIT, RelatedRequest, SearchRequest
-    from mdsearch_ls.engine.search.searcher import Hit
     from mdsearch_ls.engine.service.folder import (
         STATE_ERROR,
         STATE_INDEXING,
