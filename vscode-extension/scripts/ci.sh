@@ -42,7 +42,10 @@ if [[ ! -x $code_server || ! -x /usr/bin/chromium ]]; then
   installer=$ext_dir/../../shared/tools/install-code-server  # ../shared beside the project
   [[ -f $installer ]] || { echo "install-code-server not found at $installer" >&2; exit 1; }
   echo "installing code-server into $prefix (one time, a few minutes)"
-  bash "$installer" "$prefix"
+  # npm 11.19 runs a package's install scripts only when allowed (allowScripts); code-server's
+  # postinstall builds its native modules, so an install without it cannot start. Older npm
+  # ignores the setting.
+  npm_config_dangerously_allow_all_scripts=true bash "$installer" "$prefix"
 fi
 python=${MDSEARCH_PYTHON:-../.venv/bin/python}
 [[ $python == /* ]] || python=$ext_dir/$python
