@@ -109,8 +109,8 @@ def test_search_result_shape_and_text_rendering(indexed) -> None:
     assert sc["results"][0]["path"] == "finance/Revenue tracking.md"
     assert sc["results"][0]["heading_path"].endswith("Chasing late payments")
     for r in sc["results"]:
-        assert set(r) == {"path", "heading_path", "start_line", "end_line", "score", "text",
-                          "truncated", "tokens"}
+        assert set(r) == {"path", "heading_path", "start_line", "end_line", "score",
+                          "keyword_rank", "text", "truncated", "tokens"}
         assert r["tokens"] == TOKENS.count(r["text"])
         assert r["text"] in result.content[0].text
     assert sc["total_tokens"] == TOKENS.count(result.content[0].text) <= 2000
