@@ -14,8 +14,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from mdsearch_ls.cli.common import EXIT_OK, EXIT_USAGE, UsageError, _note, _settings, _shown
-from mdsearch_ls.cli.output import _check_output_args, _hit_json, _maybe_open, _Printer, _terms
+from mdsearch_ls.cli.common import EXIT_OK, UsageError, _note, _settings, _shown
+from mdsearch_ls.cli.output import (
+    QueryFailed,
+    _check_output_args,
+    _hit_json,
+    _maybe_open,
+    _Printer,
+    print_queries,
+)
 from mdsearch_ls.cli.session import _confirm_first_index, _find_root, _Session
 
 # ---- index --------------------------------------------------------------------------------------
@@ -119,14 +126,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.server:
         from mdsearch_ls.cli import remote
 
-        return remote.run(args, queries, _Printer, _terms)
+        return remote.run(args, queries)
     root = _find_root(args, settings)
     if not args.no_resident:
         # the server that holds this index, if one does, answers as this process would
         from mdsearch_ls.cli import resident
 
-        code = resident.run(args, settings, root, queries, filters, _Printer, _terms,
-                            _index_state_note, _maybe_open)
+        code = resident.run(args, settings, root, queries, filters, _index_state_note)
         if code is not None:
             return code
     first = args.root is not None and not args.no_update
@@ -145,28 +151,18 @@ def cmd_search(args: argparse.Namespace) -> int:
             if report.files_indexed or report.files_deleted:
                 _note(args, f"updated the index: {report.summary()}")
         printer = _Printer(args, ws, args.mode or settings.mode)
-        status = EXIT_OK
-        hits: list[Any] = []
-        for q in queries:
-            if q.error is not None:
-                printer.error(q.text, q.error)
-                status = EXIT_USAGE
-                continue
+
+        def search(q: _Query) -> Any:
             try:
                 result = ws.search(q.request)
             except RequestError as exc:
                 if not args.queries:
-                    raise
-                printer.error(q.text, str(exc))
-                status = EXIT_USAGE
-                continue
+                    raise  # alone, the engine's own error (exit 2, its message)
+                raise QueryFailed(str(exc)) from None
             session.progress.clear()
-            for note in result.notes:
-                _note(args, f"note: {note}")
-            _index_state_note(args, result.index)
-            printer.query(q.text, result, _terms(q.text, q.request, args.phrase),
-                          batch=bool(args.queries))
-            hits = result.hits
+            return result
+
+        status, hits = print_queries(args, printer, queries, search, _index_state_note)
         if status == EXIT_OK and args.open is not None:
             return _maybe_open(args, ws, hits)
     return status

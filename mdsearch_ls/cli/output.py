@@ -15,11 +15,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from mdsearch_ls.cli.common import EXIT_OK, UsageError, _err, _shown, log
+from mdsearch_ls.cli.common import EXIT_OK, EXIT_USAGE, UsageError, _err, _note, _shown, log
 
 
 class _Style:
@@ -78,6 +78,41 @@ def _hit_json(hit: Any, ws: Any, rendered: Any, *, mode: str, explain: bool) -> 
     out["keyword_rank"] = hit.keyword_rank
     out["snippet"] = rendered.text
     return out
+
+
+class QueryFailed(Exception):
+    """A query its search refused; in a batch its message is printed in its place, alone it is
+    the command's error (exit 2)."""
+
+
+def print_queries(args: argparse.Namespace, printer: _Printer, queries: Sequence[Any],
+                  search: Callable[[Any], Any],
+                  index_note: Callable[[argparse.Namespace, Any], None] | None = None,
+                  ) -> tuple[int, list[Any]]:
+    """Each query's hits, or its error, as the format prints them, whoever searched (this
+    process, the server that holds the index, a team's server): ``(exit code, last hits)``."""
+    status, hits = EXIT_OK, []
+    for q in queries:
+        if q.error is not None:
+            printer.error(q.text, q.error)
+            status = EXIT_USAGE
+            continue
+        try:
+            result = search(q)
+        except QueryFailed as exc:
+            if not args.queries:
+                raise UsageError(str(exc)) from None
+            printer.error(q.text, str(exc))
+            status = EXIT_USAGE
+            continue
+        for note in result.notes:
+            _note(args, f"note: {note}")
+        if index_note is not None:
+            index_note(args, result.index)
+        printer.query(q.text, result, _terms(q.text, q.request, getattr(args, "phrase", None)),
+                      batch=bool(args.queries))
+        hits = list(result.hits)
+    return status, hits
 
 
 def _score_text(hit: Any, mode: str) -> str:

@@ -22,7 +22,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from mdsearch_ls.cli.common import EXIT_OK, EXIT_USAGE, UsageError, _note
+from mdsearch_ls.cli.common import UsageError
+from mdsearch_ls.cli.output import QueryFailed, _Printer, print_queries
 from mdsearch_ls.config import cli_settings
 from mdsearch_ls.engine.errors import IndexOpenError
 
@@ -268,7 +269,7 @@ def _explain_failure(url: str, exc: BaseException) -> str:
     return f"searching through {url} failed: {name}: {exc}"
 
 
-def run(args: argparse.Namespace, queries: list[Any], printer_cls: Any, terms: Any) -> int:
+def run(args: argparse.Namespace, queries: list[Any]) -> int:
     """Send each parsed query to the server and print its answer; the exit code."""
     check_args(args)
     url = server_url(args.server)
@@ -284,24 +285,14 @@ def run(args: argparse.Namespace, queries: list[Any], printer_cls: Any, terms: A
     except Exception as exc:  # every way a network call fails ends in one message
         raise RemoteError(_explain_failure(url, exc)) from None
     view = RemoteView(url)
-    printer = printer_cls(args, view, args.mode or "hybrid")
-    status = EXIT_OK
-    it = iter(answers)
-    for q in queries:
-        if q.error is not None:
-            printer.error(q.text, q.error)
-            status = EXIT_USAGE
-            continue
-        structured, texts, error = next(it)
+    printer = _Printer(args, view, args.mode or "hybrid")
+    by_query = dict(zip(map(id, [q for q in queries if q.error is None]), answers, strict=True))
+
+    def search(q: Any) -> RemoteResult:
+        structured, texts, error = by_query[id(q)]
         if structured is None:
-            if not args.queries:
-                raise UsageError(str(error))
-            printer.error(q.text, str(error))
-            status = EXIT_USAGE
-            continue
-        result = _result(view, structured, texts)
+            raise QueryFailed(str(error))
         printer.mode = str(structured.get("mode") or printer.mode)
-        for note in result.notes:  # the server's notes include how complete its index is
-            _note(args, f"note: {note}")
-        printer.query(q.text, result, terms(q.text, q.request, None), batch=bool(args.queries))
-    return status
+        return _result(view, structured, texts)  # its notes say how complete the index is
+
+    return print_queries(args, printer, queries, search)[0]

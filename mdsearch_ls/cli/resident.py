@@ -19,7 +19,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from mdsearch_ls.cli.common import EXIT_OK, EXIT_USAGE, UsageError, _note, log
+from mdsearch_ls.cli.common import EXIT_OK, log
+from mdsearch_ls.cli.output import QueryFailed, _maybe_open, _Printer, print_queries
 from mdsearch_ls.cli.remote import RemoteIndex, RemoteResult, RemoteView, make_hit
 from mdsearch_ls.config import Settings
 
@@ -73,8 +74,7 @@ def ask(index_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[Any],
-        filters: dict[str, Any], printer_cls: Any, terms: Any, index_note: Any,
-        open_hit: Any) -> int | None:
+        filters: dict[str, Any], index_note: Any) -> int | None:
     """Search through the index's server and print as an in-process search prints; the exit
     code, or None when the CLI must search by itself."""
     from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, index_formats, ranking_settings
@@ -96,32 +96,19 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
     log.info("searched through the mdsearch server (process %s) that holds the index",
              answer.get("pid"))
     view = RemoteView(root.resolve())
-    printer = printer_cls(args, view, args.mode or settings.mode)
-    status = EXIT_OK
-    results = iter(answer["results"])
-    hits: list[Any] = []
-    for q in queries:
-        if q.error is not None:
-            printer.error(q.text, q.error)
-            status = EXIT_USAGE
-            continue
-        res = next(results)
+    answers = dict(zip(map(id, asked), answer["results"], strict=True))
+
+    def search(q: Any) -> RemoteResult:
+        res = answers[id(q)]
         if "error" in res:
-            if not args.queries:
-                raise UsageError(str(res["error"]))
-            printer.error(q.text, str(res["error"]))
-            status = EXIT_USAGE
-            continue
-        hits = [_hit(view, h) for h in res["hits"]]
-        result = RemoteResult(hits, tuple(res.get("notes") or ()),
-                              RemoteIndex(dict(res.get("index") or {})))
-        for note in result.notes:
-            _note(args, f"note: {note}")
-        index_note(args, result.index)
-        printer.query(q.text, result, terms(q.text, q.request, args.phrase),
-                      batch=bool(args.queries))
+            raise QueryFailed(str(res["error"]))
+        return RemoteResult([_hit(view, h) for h in res["hits"]], tuple(res.get("notes") or ()),
+                            RemoteIndex(dict(res.get("index") or {})))
+
+    printer = _Printer(args, view, args.mode or settings.mode)
+    status, hits = print_queries(args, printer, queries, search, index_note)
     if status == EXIT_OK and args.open is not None:
-        return int(open_hit(args, view, hits))
+        return _maybe_open(args, view, hits)
     return status
 
 
