@@ -51,7 +51,9 @@ async function cliHits(vault: string, indexDir: string): Promise<Map<string, Hit
   const input = QUERIES.map((query) => JSON.stringify({ query })).join('\n') + '\n';
   const child = run(
     PYTHON,
-    ['-m', 'mdsearch_ls', 'search', '--queries', '-', '--format', 'json', '-k', String(K),
+    // --no-resident: the CLI ranks in its own process, not through the running server's socket
+    ['-m', 'mdsearch_ls', 'search', '--no-resident', '--queries', '-', '--format', 'json',
+      '-k', String(K),
       '--root', vault, '--index-dir', indexDir],
     { timeout: 120_000, env: { ...process.env, ANONYMIZED_TELEMETRY: 'False' } },
   );
