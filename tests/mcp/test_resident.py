@@ -122,6 +122,7 @@ def test_the_socket_is_the_owners_and_refuses_garbage(
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert "refused" in raw(path, b"not json at all\n")
     assert "refused" in raw(path, b'{"v": 99}\n')
+    assert "not a JSON object" in raw(path, b'[1, 2]\n')["refused"]
     answer = raw(path, json.dumps({"v": 1, "settings": {}, "queries": []}).encode() + b"\n")
     assert "settings differ" in answer["refused"]
     assert client.ready()  # the server took it all and goes on

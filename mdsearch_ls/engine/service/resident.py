@@ -171,6 +171,8 @@ class ResidentSearch:
     def answer(self, req: dict[str, Any]) -> dict[str, Any]:
         """The search of one request, or why this server will not answer it (the CLI then
         searches by itself; a query the engine refuses is an answer too)."""
+        if not isinstance(req, dict):
+            return {"v": PROTOCOL_RESIDENT, "refused": "bad request: not a JSON object"}
         if req.get("v") != PROTOCOL_RESIDENT:
             return {"v": PROTOCOL_RESIDENT, "refused": f"protocol {req.get('v')!r}, this server "
                     f"speaks {PROTOCOL_RESIDENT}"}
