@@ -285,11 +285,15 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
   it('applies a search setting without restarting the server', async () => {
     assert.ok(session);
     /** The server's pid, as "Show Index Status" reports it. */
+    // The status pick is opened again when it did not show (a palette still closing after the
+    // previous command swallowed it once in a CI run), as runCommand retries the palette itself.
     const serverPid = async (): Promise<number> => {
-      await wb.runCommand('Markdown Search: Show Index Status');
-      const row = wb.quickRows('Show logs').first();
-      await row.waitFor({ timeout: 10_000 });
-      const pid = Number(/server pid (\d+)/.exec(await row.innerText())?.[1]);
+      const pid = await wb.retry('read the server pid from the index status', async () => {
+        await wb.runCommand('Markdown Search: Show Index Status');
+        const row = wb.quickRows('Show logs').first();
+        await row.waitFor({ timeout: 10_000 });
+        return Number(/server pid (\d+)/.exec(await row.innerText())?.[1]);
+      });
       await wb.closeQuickInput();
       assert.ok(pid > 0, 'the status reports the server pid');
       return pid;
