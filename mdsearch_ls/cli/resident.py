@@ -13,7 +13,6 @@ the server) skips it.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import socket
 from pathlib import Path
@@ -22,20 +21,13 @@ from typing import Any
 from mdsearch_ls.cli.common import EXIT_OK, log
 from mdsearch_ls.cli.output import QueryFailed, _maybe_open, _Printer, print_queries
 from mdsearch_ls.cli.remote import RemoteIndex, RemoteResult, RemoteView, make_hit
+from mdsearch_ls.cli.session import with_remembered_formats
 from mdsearch_ls.config import Settings
 
 CONNECT_S = 2.0
 ANSWER_S = 90.0
 """The server may bring the index up to date first (as a local search would): wait for that,
 but not for a server that has stopped answering; then search in process."""
-
-
-def _index_dir(root: Path, settings: Settings) -> Path:
-    from mdsearch_ls.engine.api import default_index_dir
-
-    if settings.index_dir:
-        return Path(settings.index_dir).expanduser().resolve()
-    return default_index_dir(root.resolve())
 
 
 def ask(index_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -77,12 +69,9 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
         filters: dict[str, Any], index_note: Any) -> int | None:
     """Search through the index's server and print as an in-process search prints; the exit
     code, or None when the CLI must search by itself."""
-    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, index_formats, ranking_settings
+    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, index_dir_of, ranking_settings
 
-    if getattr(args, "include_formats", None) is None:  # as the session does: keep the
-        stored = index_formats(root, settings)           # formats the index was built with
-        if stored:
-            settings = dataclasses.replace(settings, include_formats=stored)
+    settings = with_remembered_formats(args, settings, root)  # as the session does
     asked = [q for q in queries if q.error is None]
     request = {
         "v": PROTOCOL_RESIDENT, "settings": ranking_settings(settings),
@@ -90,7 +79,7 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
         "queries": [{"query": q.text, "k": args.k, "mode": args.mode, "filters": filters or None,
                      "min_score": args.min_score} for q in asked],
     }
-    answer = ask(_index_dir(root, settings), request)
+    answer = ask(index_dir_of(root, settings), request)
     if answer is None or len(answer["results"]) != len(asked):
         return None
     log.info("searched through the mdsearch server (process %s) that holds the index",

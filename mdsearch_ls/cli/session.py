@@ -52,6 +52,21 @@ def _confirm_first_index(args: argparse.Namespace, root: Path, settings: Setting
                      f"index it anyway")
 
 
+def with_remembered_formats(args: argparse.Namespace, settings: Settings, root: Path
+                            ) -> Settings:
+    """Without ``--include-formats``, the formats the index was last built with: a search must
+    not drop the PDFs that ``mdsearch index --include-formats pdf`` put in, as a note that no
+    longer matches would be dropped (``--include-formats none`` turns them off)."""
+    if getattr(args, "include_formats", None) is not None:
+        return settings
+    from mdsearch_ls.engine.api import index_formats
+
+    stored = index_formats(root, settings)
+    if stored and stored != settings.include_formats:
+        return dataclasses.replace(settings, include_formats=stored)
+    return settings
+
+
 class _Session:
     """What one command run shares: the progress line, the model (wrapped to report), signals."""
 
@@ -79,7 +94,7 @@ class _Session:
             has_index,
         )
 
-        self._remembered_formats(root)
+        self.settings = with_remembered_formats(self.args, self.settings, root)
         if mode == "read-if-locked" and has_index(root, self.settings):
             try:
                 ws = Workspace.open(root, self.settings, "read", embedder=self.embedder)
@@ -110,18 +125,6 @@ class _Session:
         if ws.switched:
             _note(self.args, ws.switched)
         return ws
-
-    def _remembered_formats(self, root: Path) -> None:
-        """Without ``--include-formats``, the formats the index was last built with: a search
-        must not drop the PDFs that ``mdsearch index --include-formats pdf`` put in, as a note
-        that no longer matches would be dropped (``--include-formats none`` turns them off)."""
-        if getattr(self.args, "include_formats", None) is not None:
-            return
-        from mdsearch_ls.engine.api import index_formats
-
-        stored = index_formats(root, self.settings)
-        if stored and stored != self.settings.include_formats:
-            self.settings = dataclasses.replace(self.settings, include_formats=stored)
 
     def update(self, ws: Any, *, rebuild: bool = False, first: bool = False) -> tuple[Any, int]:
         """Bring the index up to date with a truthful progress line; ``(report, exit code)``,

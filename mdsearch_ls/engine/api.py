@@ -75,6 +75,7 @@ _WHERE: dict[str, str] = {
     "default_index_dir": "mdsearch_ls.engine.index.layout",
     "find_index_root": "mdsearch_ls.engine.index.layout",
     "has_index": "mdsearch_ls.engine.index.layout",
+    "index_dir_of": "mdsearch_ls.engine.index.layout",
     "index_formats": "mdsearch_ls.engine.index.layout",
     "Folders": "mdsearch_ls.engine.service.folders",
     "notes_under": "mdsearch_ls.engine.service.folders",
@@ -117,6 +118,7 @@ if TYPE_CHECKING:
         default_index_dir,
         find_index_root,
         has_index,
+        index_dir_of,
         index_formats,
     )
     from mdsearch_ls.engine.notes.chunking import Heading, outline
@@ -239,6 +241,7 @@ __all__ = [
     "default_index_dir",
     "find_index_root",
     "has_index",
+    "index_dir_of",
     "index_formats",
     "is_document",
     "is_markdown",

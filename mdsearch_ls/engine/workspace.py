@@ -37,7 +37,7 @@ from mdsearch_ls.engine.index.layout import (
     IndexState,
     LockRole,
     OpenMode,
-    default_index_dir,
+    index_dir_of,
     recorded_model,
     space_name,
     writer_alive,
@@ -132,10 +132,7 @@ class Workspace(WriterOpen):
         self.root = root.resolve()
         self.settings = settings
         self.embedder = embedder
-        chosen = index_dir or settings.index_dir
-        self.index_dir = (
-            Path(chosen).expanduser().resolve() if chosen else default_index_dir(self.root)
-        )
+        self.index_dir = index_dir_of(self.root, settings, index_dir)
         self.space = space_name(settings)
         self.read_only = read_only
         self.switched: str | None = None

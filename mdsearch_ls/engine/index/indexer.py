@@ -52,7 +52,6 @@ from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
 from mdsearch_ls.engine.notes import files as sources
 
 if TYPE_CHECKING:
-
     from mdsearch_ls.engine.notes import chunking
 
 log = logging.getLogger(__name__)

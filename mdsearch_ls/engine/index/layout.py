@@ -82,8 +82,7 @@ def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None 
     counting at most past ``stop_after`` notes or for ``seconds``, so a front end can ask before
     indexing a huge or surprising folder."""
     root = Path(root).expanduser()
-    chosen = index_dir or settings.index_dir
-    idx = Path(chosen).expanduser().resolve() if chosen else default_index_dir(root)
+    idx = index_dir_of(root, settings, index_dir)
     return sources.count_notes(root, include=settings.include, exclude=settings.exclude,
                                index_dir=idx, stop_after=stop_after, seconds=seconds,
                                formats=settings.include_formats)
@@ -124,12 +123,19 @@ def refuse_broad_root(root: Path, settings: Settings) -> None:
                              f"or set allow_any_root (allowAnyRoot) to index it anyway")
 
 
+def index_dir_of(root: Path | str, settings: Settings,
+                 index_dir: Path | str | None = None) -> Path:
+    """The folder of ``root``'s index: ``index_dir``, else the setting, else the default one
+    in the user cache (the rule every reader and the workspace follow)."""
+    chosen = index_dir or settings.index_dir
+    return (Path(chosen).expanduser().resolve() if chosen
+            else default_index_dir(Path(root).expanduser()))
+
+
 def has_index(root: Path | str, settings: Settings, index_dir: Path | str | None = None) -> bool:
     """Whether ``root`` has an index for these settings' embedding space (a read open would
     succeed); reads only."""
-    chosen = index_dir or settings.index_dir
-    idx = (Path(chosen).expanduser().resolve() if chosen
-           else default_index_dir(Path(root).expanduser()))
+    idx = index_dir_of(root, settings, index_dir)
     return (idx / f"{space_name(settings)}.sqlite3").is_file()
 
 
@@ -278,9 +284,7 @@ FORMATS_META = "include_formats"
 def index_formats(root: Path | str, settings: Settings) -> tuple[str, ...] | None:
     """The document formats ``root``'s index was last built with (None: no index, or one
     built before they were recorded), so a command that does not name them keeps them."""
-    chosen = settings.index_dir
-    idx = (Path(chosen).expanduser().resolve() if chosen
-           else default_index_dir(Path(root).expanduser()))
+    idx = index_dir_of(root, settings)
     value = recorded_model(idx / f"{space_name(settings)}.sqlite3", FORMATS_META)
     return None if value is None else tuple(f for f in value.split(",") if f)
 

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-
 class VectorCache:
     """The vector-cache methods of a manifest; the connection and counts come from it."""
 

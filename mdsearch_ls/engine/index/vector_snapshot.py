@@ -91,11 +91,12 @@ def load(manifest_path: Path, ident: str) -> tuple[np.ndarray, tuple[np.ndarray,
     except (OSError, ValueError, KeyError, TypeError):
         return None
     n = int(head.get("n", -1))
-    if not (len(matrix) == len(ids) == len(rows) == n):
+    if not (0 <= n <= min(len(matrix), len(ids), len(rows))):
         return None
     if n == 0:
-        matrix = np.zeros((0, 0), dtype=np.float32)
-    return ids, (rows, names), matrix
+        return ids[:0], (rows[:0], names), np.zeros((0, 0), dtype=np.float32)
+    # the files are sized by the chunk count; the rows written are the first n (a view)
+    return ids[:n], (rows[:n], names), matrix[:n]
 
 
 def save(manifest_path: Path, ident: str, capacity: int,
@@ -129,12 +130,6 @@ def save(manifest_path: Path, ident: str, capacity: int,
             if arr is not None:
                 arr.flush()
         del matrix, ids, where
-        if n and n < capacity:  # fewer rows than chunks (some without a vector): cut
-            for key in files.values():
-                arr = np.load(folder / key, mmap_mode="r")
-                np.save(folder / f"{key}.cut", np.asarray(arr[:n]))
-                del arr
-                os.replace(folder / f"{key}.cut.npy", folder / key)
         head = {"format": FORMAT, "identity": ident, "n": n, "paths": list(names), **files}
         tmp = folder / f"{stem}.vectors-{token}.json.tmp"
         tmp.write_text(json.dumps(head), encoding="utf-8")

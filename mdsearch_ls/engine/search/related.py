@@ -23,7 +23,6 @@ from mdsearch_ls.engine.search.hits import Hit
 from mdsearch_ls.engine.search.requests import RelatedRequest
 
 if TYPE_CHECKING:
-
     from mdsearch_ls.engine.index.manifest import Manifest
     from mdsearch_ls.engine.notes import chunking
     from mdsearch_ls.engine.search.searcher import Searcher
