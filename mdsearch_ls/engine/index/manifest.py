@@ -23,6 +23,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from mdsearch_ls.engine.index.keyword_queries import KeywordQueries
 from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-exported)
     _REQUIRED_TABLES,
     _SCHEMA,
@@ -45,7 +46,7 @@ from mdsearch_ls.engine.notes import cjk
 log = logging.getLogger(__name__)
 
 
-class Manifest(VectorCache):
+class Manifest(KeywordQueries, VectorCache):
     """Thread-aware access to the manifest database.
 
     Each thread gets its own connection (SQLite connections are not shareable), WAL mode lets
@@ -323,55 +324,6 @@ class Manifest(VectorCache):
 
     def file_mtimes(self) -> dict[str, float]:
         return {r[0]: r[1] for r in self._conn().execute("SELECT path, mtime FROM files")}
-
-    def keyword_search(
-        self, match: str, limit: int, paths: set[str] | None = None,
-        weights: Sequence[float] = (4.0, 1.0),
-    ) -> list[tuple[str, float]]:
-        """BM25 over the FTS5 table; title hits weigh ``weights[0]`` x a body hit. Best first.
-
-        With ``paths``, the ranked rows are streamed and filtered until ``limit`` pass, so a
-        narrow filter still gets its best ``limit`` matches (a fixed over-fetch could hold none
-        of them), at about the cost of the unfiltered query: FTS5 ranks every match either way,
-        while an ``IN`` over thousands of rowids or paths made SQLite 20-100x slower (measured).
-        """
-        conn = self._conn()
-        w_title, w_body = (float(w) for w in weights)
-        sql = (
-            "SELECT c.id, c.path, bm25(chunks_fts, ?, ?) AS rank FROM chunks_fts "
-            "JOIN chunks c ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? "
-            "ORDER BY rank, chunks_fts.rowid"
-        )
-        try:
-            if paths is None:
-                # Ranked and cut inside FTS5 before the join: joining every match to its chunk
-                # row first (a common word matches half a vault) cost more than the ranking.
-                rows = conn.execute(
-                    "SELECT c.id, f.rank FROM (SELECT rowid, bm25(chunks_fts, ?, ?) AS rank "
-                    "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank, rowid LIMIT ?) f "
-                    "JOIN chunks c ON c.rowid = f.rowid ORDER BY f.rank, f.rowid",
-                    (w_title, w_body, match, limit),
-                ).fetchall()
-                return [(cid, -float(rank)) for cid, rank in rows]
-            out: list[tuple[str, float]] = []
-            for cid, path, rank in conn.execute(sql, (w_title, w_body, match)):
-                if path in paths:
-                    out.append((cid, -float(rank)))
-                    if len(out) >= limit:
-                        break
-            return out
-        except sqlite3.OperationalError as exc:
-            raise ValueError(f"keyword query could not be parsed: {exc}") from exc
-
-    def phrase_chunk_ids(self, match: str) -> set[str]:
-        """Every chunk the FTS expression matches (unranked): the sections holding a phrase."""
-        conn = self._conn()
-        rows = conn.execute(
-            "SELECT c.id FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
-            "WHERE chunks_fts MATCH ?",
-            (match,),
-        )
-        return {r[0] for r in rows}
 
     # ---- writes (the indexer's thread only) -------------------------------------------------
 
