@@ -167,6 +167,21 @@ def test_required_phrase_on_fts(fts):
     assert fts.phrase_chunk_ids(phrase_match(["days retention"])) == set()
 
 
+def test_phrase_holders_among_candidates(fts):
+    """Which candidates hold a phrase: read whole when few chunks hold it, asked chunk by chunk
+    when many do; the two ways agree, and a chunk that is not a candidate is never named."""
+    every = {"cfg", "keys", "cert", "days", "together", "apart", "plain", "stem"}
+    the = phrase_match(["the"])
+    holders = {"cfg", "cert", "together", "apart"}
+    assert fts.phrase_holders(the, every) == holders
+    assert fts.phrase_holders(the, every, scan=1) == holders  # more holders than the scan
+    assert fts.phrase_holders(the, {"cfg", "plain"}, scan=1) == {"cfg"}
+    assert fts.phrase_holders(the, {"cfg", "plain"}) == {"cfg"}
+    assert fts.phrase_holders(phrase_match(["days retention"]), every) == set()
+    assert fts.phrase_holders(the, set()) == set()
+    assert fts.phrase_exists(the) and not fts.phrase_exists(phrase_match(["days retention"]))
+
+
 def test_every_built_expression_is_valid_fts5(fts):
     for q in ['a "b', "(x) AND", "NOT near", "col:umn", "x* ^y", "-minus +plus", "NEAR(a b)",
               "OR", "AND AND", '"', "''", "ü ß 東京", "NEAR AND OR NOT"]:

@@ -11,6 +11,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from mdsearch_ls.engine.index.manifest_schema import _batched
+
 
 class KeywordQueries:
     """The FTS5 methods of a manifest; the connection comes from it."""
@@ -59,6 +61,32 @@ class KeywordQueries:
             return out
         except sqlite3.OperationalError as exc:
             raise ValueError(f"keyword query could not be parsed: {exc}") from exc
+
+    def phrase_exists(self, match: str) -> bool:
+        """Whether any chunk holds what the FTS expression asks for (found at its first match)."""
+        return self._conn().execute(
+            "SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (match,)).fetchone() \
+            is not None
+
+    def phrase_holders(self, match: str, ids: Iterable[str], scan: int = 2000) -> set[str]:
+        """Which of the chunks ``ids`` the FTS expression matches, at a cost bounded by the
+        candidates, not the vault: a phrase held by at most ``scan`` chunks is read whole (a
+        millisecond), a common one is tested chunk by chunk (FTS5 seeks each rowid, about 60 us
+        each); listing every holder of "file" at 96k chunks took 30 ms."""
+        conn = self._conn()
+        rowid_of = dict(self._rows_in("SELECT rowid, id FROM chunks WHERE id IN ({marks})", ids))
+        if not rowid_of:
+            return set()
+        rows = conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?",
+                            (match, scan + 1)).fetchall()
+        if len(rows) <= scan:
+            return {rowid_of[r[0]] for r in rows if r[0] in rowid_of}
+        held: set[str] = set()
+        for batch in _batched(list(rowid_of), 500):
+            sql = ("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN "
+                   f"({','.join('?' * len(batch))})")
+            held.update(rowid_of[r[0]] for r in conn.execute(sql, (match, *batch)))
+        return held
 
     def phrase_chunk_ids(self, match: str) -> set[str]:
         """Every chunk the FTS expression matches (unranked): the sections holding a phrase."""

@@ -8,7 +8,7 @@ result: the search runs without it and a note says so (see ``Searcher``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,28 +25,42 @@ def searchable(phrases: Sequence[str]) -> tuple[str, ...]:
 
 @dataclass
 class Holding:
-    """For a set of phrases: how many of them each chunk holds, and which no chunk holds."""
+    """For a set of phrases: which no chunk holds, and how many of them each chunk holds,
+    learnt only for the chunks ranked (:meth:`fill`): listing every holder of a common phrase
+    cost more at 96k chunks than the rest of the search."""
 
     phrases: tuple[str, ...]
     counts: dict[str, int] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    manifest: Manifest | None = None
+    checked: set[str] = field(default_factory=set)
+
+    def fill(self, chunk_ids: Iterable[str]) -> None:
+        """Learn which of these chunks hold which phrases (each chunk asked about once)."""
+        new = [c for c in dict.fromkeys(chunk_ids) if c not in self.checked]
+        if not new or self.manifest is None:
+            return
+        self.checked.update(new)
+        for p in self.phrases:
+            match = keyword.phrase_match([p]) if p not in self.missing else None
+            for cid in self.manifest.phrase_holders(match, new) if match else ():
+                self.counts[cid] = self.counts.get(cid, 0) + 1
 
     def share(self, chunk_id: str) -> float:
-        """The share of the phrases the chunk holds (0 when there are none)."""
+        """The share of the phrases the chunk holds (0 when there are none; the chunk must have
+        been :meth:`fill`-ed)."""
         return self.counts.get(chunk_id, 0) / len(self.phrases) if self.phrases else 0.0
 
 
 def holding(manifest: Manifest, phrases: Sequence[str]) -> Holding:
-    """One FTS phrase query per phrase (a preference must be found wherever it is, not only
-    where all the others are)."""
-    out = Holding(tuple(phrases))
+    """Which phrases some chunk holds, one FTS lookup each, cut at the first holder (a
+    preference must be found wherever it is, not only where all the others are); which chunks
+    hold them is asked per candidate, by :meth:`Holding.fill`."""
+    out = Holding(tuple(phrases), manifest=manifest)
     for p in out.phrases:
         match = keyword.phrase_match([p])
-        ids = manifest.phrase_chunk_ids(match) if match else set()
-        if not ids:
+        if not match or not manifest.phrase_exists(match):
             out.missing.append(p)
-        for cid in ids:
-            out.counts[cid] = out.counts.get(cid, 0) + 1
     return out
 
 

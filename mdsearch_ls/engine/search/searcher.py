@@ -275,6 +275,9 @@ class Searcher:
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
         sizes = (self.notes.chunk_counts({c.chunk.path for c in cands}) if mode == "hybrid"
                  else {})
+        for held in (prefer, dropped):
+            if held is not None:
+                held.fill(c.chunk.id for c in cands)
         for c in cands:
             c.weight = boilerplate_weight(boiler.get(c.chunk.body_hash, 1))
             if prefer is not None:
