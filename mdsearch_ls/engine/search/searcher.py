@@ -14,12 +14,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.config import FUSIONS, MODES
 from mdsearch_ls.engine.search import keyword, phrases, ranking
 from mdsearch_ls.engine.search.hits import Hit, SearchResult
+from mdsearch_ls.engine.search.legs import QueryVector, keyword_leg
 from mdsearch_ls.engine.search.note_lookups import NoteLookups
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
 from mdsearch_ls.engine.search.ranking import Candidate, RankingParams, boilerplate_weight
@@ -206,7 +208,8 @@ class Searcher:
         after the pool's hits, which they neither displace nor widen."""
         depth = params.min_pool
         must, only = required if required is not None else ((), None)
-        qvec = self.embedder.embed_query(text) if mode in ("hybrid", "semantic") else None
+        qvec = (QueryVector(lambda: self.embedder.embed_query(text))
+                if mode in ("hybrid", "semantic") else None)
         cands, full = self._pool(text, depth, mode, allowed, must, only, qvec, params)
         if not cands:
             return []
@@ -234,29 +237,37 @@ class Searcher:
         allowed: set[str] | None,
         must: Sequence[str],
         only: set[str] | None,
-        qvec: np.ndarray | None,
+        qvec: QueryVector | None,
         params: RankingParams,
     ) -> tuple[list[Candidate], bool]:
         """The candidates of the first ``pool`` of each list, with their cosines, and whether
         either list was cut at ``pool`` (so a deeper pool could hold more)."""
-        semantic: list[tuple[str, float]] = []
-        if qvec is not None:
-            semantic = self._nearest(qvec, pool, allowed, only)
         keyword_rows: list[tuple[str, float]] = []
+        leg: Future[list[tuple[str, float]]] | None = None
         if mode in ("hybrid", "keyword"):
             # Adjacent-word phrases help the fused ranking but not BM25 alone (measured; see
             # keyword.build_match), so only hybrid asks for them.
             match = keyword.build_match(text, must, pairs=mode == "hybrid")
             if match:
-                keyword_rows = self.manifest.keyword_search(
-                    match, pool, allowed, (params.title_column_weight, 1.0))
+                args = (match, pool, allowed, (params.title_column_weight, 1.0))
+                if qvec is not None:
+                    leg = keyword_leg(self.manifest.keyword_search, *args)
+                else:
+                    keyword_rows = self.manifest.keyword_search(*args)
+        semantic: list[tuple[str, float]] = []
+        try:
+            if qvec is not None:
+                semantic = self._nearest(qvec.get(), pool, allowed, only)
+        finally:
+            if leg is not None:
+                keyword_rows = leg.result()
         full = len(semantic) >= pool or len(keyword_rows) >= pool
         cands = self._candidates(semantic, keyword_rows, allowed)
         if cands and qvec is not None:
             # Keyword-only candidates get their similarity from the stored vectors; keyword mode
             # has no query vector and shows none (embedding the query just for that cost as
             # much as the whole keyword search).
-            self._fill_cosines(cands, qvec)
+            self._fill_cosines(cands, qvec.get())
         return cands, full
 
     def _order(
