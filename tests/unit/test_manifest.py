@@ -84,6 +84,24 @@ def test_apply_inserts_file_chunks_and_keyword_rows(manifest):
     assert manifest.file("missing.md") is None
 
 
+def test_files_of_and_paths_under_read_only_what_is_asked(manifest):
+    """A save reads its own notes' records, not every note's; a folder's notes are found by
+    prefix, with LIKE's wildcards in a folder's name taken literally."""
+    manifest.apply([
+        make_update("a_b/one.md", ["x"], tags=("t/1", "t/2")),
+        make_update("axb/two.md", ["y"]),
+        make_update("a_b/deep/three.md", ["z"]),
+        make_update("a_bc/four.md", ["w"]),
+    ])
+    assert manifest.files_of(["a_b/one.md", "missing.md"]) == {
+        "a_b/one.md": manifest.files()["a_b/one.md"]}
+    assert manifest.files_of(["a_b/one.md"])["a_b/one.md"].tags == ("t/1", "t/2")
+    assert manifest.files_of([]) == {}
+    assert manifest.paths_under("a_b") == ["a_b/deep/three.md", "a_b/one.md"]
+    assert manifest.paths_under("a_b/") == ["a_b/deep/three.md", "a_b/one.md"]
+    assert manifest.paths_under("a%") == []
+
+
 def test_apply_replaces_a_file_completely(manifest):
     manifest.apply([make_update("a.md", ["one", "two", "three"], tags=("old",))])
     manifest.apply([make_update("a.md", ["uno"], tags=("new",), id_prefix="a2")])

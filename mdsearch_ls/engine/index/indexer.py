@@ -249,11 +249,11 @@ class Indexer:
         t0 = time.perf_counter()
         report = IndexReport()
         self._heal_failed_write()
-        known = self.manifest.files()
+        asked = [p for p in dict.fromkeys(self._rel(p) for p in paths) if p is not None]
+        known = self.manifest.files_of(asked)
         skips = _Skips(self.manifest, report)
         todo: list[sources.SourceFile] = []
         gone: list[str] = []
-        asked = [p for p in dict.fromkeys(self._rel(p) for p in paths) if p is not None]
         for p in asked:
             abs_path = self.root / p
             if not self.filter.accepts(p) or not abs_path.is_file():
@@ -283,12 +283,15 @@ class Indexer:
         """Drop notes from the index (a delete event); unknown paths are ignored."""
         t0 = time.perf_counter()
         self._heal_failed_write()
-        known = self.manifest.files()
-        gone = [p for p in dict.fromkeys(self._rel(p) for p in paths) if p and p in known]
+        asked = [p for p in dict.fromkeys(self._rel(x) for x in paths) if p]
+        known = self.manifest.files_of(asked)
+        gone = [p for p in asked if p in known]
         # A deleted folder arrives as one path: drop every note under it.
-        for p in list(dict.fromkeys(self._rel(x) for x in paths)):
-            if p and p not in known:
-                gone.extend(k for k in known if k.startswith(p.rstrip("/") + "/"))
+        for p in asked:
+            if p not in known:
+                under = self.manifest.paths_under(p)
+                known.update(self.manifest.files_of(under))
+                gone.extend(under)
         gone = sorted(set(gone))
         if gone:
             self._delete(gone, known)

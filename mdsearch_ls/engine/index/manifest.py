@@ -215,6 +215,24 @@ class Manifest(KeywordQueries, VectorCache):
             for row in conn.execute(f"SELECT {self._FILE_COLS} FROM files")
         }
 
+    def files_of(self, paths: Iterable[str]) -> dict[str, FileRecord]:
+        """The records of these notes only (those indexed): what a save needs, where reading
+        every record cost 0.85 s at 48k notes."""
+        paths = list(paths)
+        tags: dict[str, list[str]] = {}
+        sql = "SELECT path, tag FROM file_tags WHERE path IN ({marks}) ORDER BY rowid"
+        for path, tag in self._rows_in(sql, paths):
+            tags.setdefault(path, []).append(tag)
+        sql = f"SELECT {self._FILE_COLS} FROM files WHERE path IN ({{marks}})"
+        return {row[0]: _file_record(row, tags.get(row[0], ()))
+                for row in self._rows_in(sql, paths)}
+
+    def paths_under(self, folder: str) -> list[str]:
+        """Indexed notes inside ``folder`` (a relative path; a deleted folder arrives as one)."""
+        prefix = _like_escape(folder.rstrip("/")) + "/%"
+        return [r[0] for r in self._conn().execute(
+            "SELECT path FROM files WHERE path LIKE ? ESCAPE '\\' ORDER BY path", (prefix,))]
+
     def file_stats(self) -> dict[str, tuple[float, int]]:
         """``{path: (mtime, size)}`` of every indexed note: what a freshness check compares,
         without building a record (and reading the tags) of each note."""
