@@ -376,10 +376,16 @@ class Workspace(WriterOpen):
     def pending_changes(self) -> int:
         """How many notes an update would read or drop; 0 when the index is up to date. Stats
         files only, works read-only: a front end asks before opening for writing."""
-        from mdsearch_ls.engine.index.freshness import pending_changes
+        changed = self.changed_notes()
+        return 1 if changed is None else len(changed)
+
+    def changed_notes(self) -> list[str] | None:
+        """The notes an update would read or drop (see :func:`freshness.changed_notes`); a
+        writer can then :meth:`update` just these. None: only :meth:`index` will do."""
+        from mdsearch_ls.engine.index.freshness import changed_notes
 
         with self._reading():
-            return pending_changes(self.root, self.settings, self.manifest, self.index_dir)
+            return changed_notes(self.root, self.settings, self.manifest, self.index_dir)
 
     def note_path(self, path: str | Path) -> str | None:
         """The root-relative path of a note given relative to the root or absolute; None when

@@ -68,3 +68,26 @@ def test_search_with_a_named_folder_indexes_it_first_and_dot_folders_stay_out(
     found = run_cli("search", "marzipanolo", "--mode", "keyword", "--json",
                     "--include", "*.md", "--include", ".notes/**", cache=cache, cwd=notes)
     assert [h["path"] for h in json.loads(found.stdout)["results"]] == [".notes/private.md"]
+
+
+def test_a_search_after_edits_updates_just_the_changed_notes(tmp_path: Path) -> None:
+    """A search after edits made while nothing ran updates exactly the notes its freshness
+    check named (the targeted update), finds the edit at once, and leaves nothing for a full
+    index to do."""
+    notes = _tiny(tmp_path / "notes")
+    cache = tmp_path / "cache"
+    assert run_cli("index", str(notes), cache=cache).returncode == 0
+    (notes / "ferns.md").write_text(
+        "# Ferns\n\nTree ferns need shade.\n\n## Repotting\n\nMove a fern to a bigger pot in "
+        "spring, when new fronds uncurl.\n", "utf-8")
+    (notes / "kiln.md").unlink()
+    (notes / "new.md").write_text("# Bread\n\nSourdough needs a lively starter.\n", "utf-8")
+    res = run_cli("search", "when should I give my fern a larger container", "--root",
+                  str(notes), "--json", "-k", "1", "--no-resident", cache=cache)
+    assert res.returncode == 0, res.stderr
+    assert "updated the index: 3 files" in res.stderr and "2 indexed, 1 removed" in res.stderr
+    hit = json.loads(res.stdout)["results"][0]
+    assert (hit["path"], hit["title"]) == ("ferns.md", "Repotting")
+    res = run_cli("index", str(notes), cache=cache)
+    assert res.returncode == 0, res.stderr
+    assert "3 files" in res.stdout and "0 indexed, 0 removed" in res.stdout

@@ -137,3 +137,37 @@ def test_the_stat_scan_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
         assert notes == {f.rel: (f.mtime, f.size) for f in found}
         assert sorted(oversize) == sorted(skipped) == ["huge.md"]
         assert "sub/keep.md" in notes and "sub/drop.md" not in notes
+
+
+def _update_only(root: Path, index: Path, settings: Settings, changed: list[str]) -> int:
+    """The CLI's targeted update: only the notes the check named."""
+    with Workspace(root, settings, FakeEmbedder(), index_dir=index) as ws:  # type: ignore[arg-type]
+        report = ws.update(changed)
+    return report.files_indexed + report.files_deleted
+
+
+def test_updating_only_the_changed_notes_leaves_nothing_for_a_full_update(
+        indexed: tuple[Path, Path, Settings]) -> None:
+    """What a search does after a save: the notes the check named are updated one by one (no
+    second scan); a full update afterwards must find nothing left to do, for every kind of
+    change, including ones the indexer skips or drops."""
+    root, index, settings = indexed
+    changes = [
+        lambda: (root / "a.md").write_text("# A\n\nEdited in place.\n", encoding="utf-8"),
+        lambda: bump_mtime(root / "deep/er/b.md"),
+        lambda: write_note(root, "new/e.md", "# E\n\nA new note in a new folder.\n"),
+        lambda: (root / "c.markdown").unlink(),
+        lambda: (root / "drafts").rename(root / "archive"),
+        lambda: write_note(root, "deep/.gitignore", "er/\n"),
+        lambda: (root / "a.md").write_text("# A\n\n" + "grown " * 5000, encoding="utf-8"),
+    ]
+    acted = [1, 0, 1, 1, 2, 1, 1]
+    for change, want in zip(changes, acted, strict=True):
+        change()
+        with Workspace.open(root, settings, "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
+                            index_dir=index) as ro:
+            changed = ro.changed_notes()
+        assert changed
+        assert _update_only(root, index, settings, changed) == want
+        assert _pending(root, index, settings) == 0
+        assert _update(root, index, settings) == 0

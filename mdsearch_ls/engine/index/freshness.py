@@ -20,12 +20,14 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.index.manifest import Manifest
 
 
-def pending_changes(root: Path, settings: Settings, manifest: Manifest,
-                    index_dir: Path | None) -> int:
-    """How many notes an update would read or drop (0: the index is up to date). A keyword
-    index of an older format counts as one change: only a write open converts it."""
+def changed_notes(root: Path, settings: Settings, manifest: Manifest,
+                  index_dir: Path | None) -> list[str] | None:
+    """The notes an update would read or drop, by root-relative path (empty: the index is up
+    to date); None when only a full update will do (a keyword index of an older format, which
+    only a write open converts). A writer given this list updates these notes alone, without a
+    second scan of the folder or a read of every note's record."""
     if manifest.keywords_outdated():
-        return 1
+        return None
     found, _oversize = sources.stat_scan(
         root,
         include=settings.include,
@@ -36,12 +38,18 @@ def pending_changes(root: Path, settings: Settings, manifest: Manifest,
     )
     known = manifest.file_stats()
     skipped = manifest.skipped()
-    changed = 0
+    changed = []
     for rel, seen in found.items():
         k = known.get(rel)
-        if k is None:
-            changed += skipped.get(rel) != seen
-        elif k != seen:
-            changed += 1
+        if (skipped.get(rel) != seen) if k is None else (k != seen):
+            changed.append(rel)
     # (a note grown past the size limit is not in `found`: an update drops it, as below)
-    return changed + sum(1 for rel in known if rel not in found)
+    return changed + sorted(rel for rel in known if rel not in found)
+
+
+def pending_changes(root: Path, settings: Settings, manifest: Manifest,
+                    index_dir: Path | None) -> int:
+    """How many notes an update would read or drop (0: the index is up to date). A keyword
+    index of an older format counts as one change: only a write open converts it."""
+    changed = changed_notes(root, settings, manifest, index_dir)
+    return 1 if changed is None else len(changed)
