@@ -105,7 +105,9 @@ class _Parser(argparse.ArgumentParser):
                 flag = word.split("=")[0]
                 if flag.startswith("--"):
                     close = difflib.get_close_matches(flag, self.suggestions, n=1, cutoff=0.7)
-                    if close:
+                    if close and close[0] == flag:  # a flag of another command
+                        hints.append(f"{flag} is not an option of this command")
+                    elif close:
                         hints.append(f"{flag}: did you mean {close[0]}?")
             if hints:
                 message += " (" + "; ".join(hints) + ")"

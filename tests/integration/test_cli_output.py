@@ -359,6 +359,10 @@ def test_typos_get_a_did_you_mean(tmp_path: Path) -> None:
     assert res.returncode == 2 and "mdsearch search 'backup keys'" in res.stderr
     res = run_cli("search", "x", "--limt", "3", cache=tmp_path)
     assert res.returncode == 2 and "did you mean --limit?" in res.stderr
+    # a flag of another command is not "meant" as itself
+    res = run_cli("index", str(tmp_path), "--json", cache=tmp_path)
+    assert res.returncode == 2 and "--json is not an option of this command" in res.stderr
+    assert "did you mean --json" not in res.stderr
 
 
 # ---- the query first, and an index still being built -------------------------------------------
