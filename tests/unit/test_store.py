@@ -177,7 +177,10 @@ def test_query_where_filter_on_path(store):
     assert len(got) == 3
 
 
-def test_all_ids_pages_through_a_large_collection(open_store, tmp_path):
+def test_all_ids_pages_through_a_large_collection(open_store, tmp_path, monkeypatch):
+    from mdsearch_ls.engine.index import vector_store
+
+    monkeypatch.setattr(vector_store, "ID_PAGE", 1000)
     s = open_store(tmp_path / "c", "page-space-v1", batch_size=500)
     n = 2345
     rng = np.random.default_rng(0)
@@ -187,8 +190,24 @@ def test_all_ids_pages_through_a_large_collection(open_store, tmp_path):
     s._col = spy
     assert s.all_ids() == {f"id{i}" for i in range(n)}
     # Paged: several get() calls, none asking for everything at once.
-    assert len(spy.gets) >= 2
-    assert all(g["limit"] < n for g in spy.gets)
+    assert [g["limit"] for g in spy.gets] == [1000, 1000, 1000]
+
+
+def test_all_ids_pages_are_not_the_write_batch(open_store, tmp_path):
+    """Each get costs Chroma ~0.1 s whatever its size, so listing ids in pages of the write
+    batch (1,000) made a repair's comparison grow with the square of the index (13.6 s at
+    100k chunks, ~20 minutes at a million): the pages are ID_PAGE ids."""
+    from mdsearch_ls.engine.index import vector_store
+
+    s = open_store(tmp_path / "c", "page-size-v1", batch_size=7)
+    n = 50
+    s.upsert([f"id{i}" for i in range(n)], np.random.default_rng(1).random((n, 4), np.float32),
+             [meta("n.md")] * n)
+    spy = _Spy(s._col)
+    s._col = spy
+    assert len(s.all_ids()) == n
+    assert [g["limit"] for g in spy.gets] == [vector_store.ID_PAGE]
+    assert vector_store.ID_PAGE >= 10_000
 
 
 def test_reopen_sees_persisted_vectors(open_store, tmp_path):

@@ -156,7 +156,7 @@ class Indexer:
             lost = {r.path for r in records.values() if r.embed_hash not in vecs}
             if restorable:
                 log.warning("repairing index: %d vectors restored", len(restorable))
-                files = self.manifest.files()
+                files = self.manifest.files_of({r.path for r in restorable})
                 self._writing_store()
                 self.store.upsert(
                     [r.id for r in restorable],
@@ -209,13 +209,14 @@ class Indexer:
             skipped=skips.add,
             formats=self.settings.include_formats,
         )
-        known = self.manifest.files()
+        # The diff is made on (mtime, size) alone; only the notes that changed or went have
+        # their records read: a scan that changes nothing reads no note's record.
+        stats = self.manifest.file_stats()
         present = {f.rel for f in found}
-        gone = sorted(set(known) - present)
-        todo = [
-            f for f in found
-            if (k := known.get(f.rel)) is None or k.mtime != f.mtime or k.size != f.size
-        ]
+        gone = sorted(set(stats) - present)
+        todo = [f for f in found if stats.get(f.rel) != (f.mtime, f.size)]
+        del stats, present
+        known = self.manifest.files_of([*gone, *(f.rel for f in todo)])
         report.files_total = len(found)
         report.files_unchanged = len(found) - len(todo)
         if gone:
@@ -250,7 +251,7 @@ class Indexer:
         report = IndexReport()
         self._heal_failed_write()
         asked = [p for p in dict.fromkeys(self._rel(p) for p in paths) if p is not None]
-        known = self.manifest.files_of(asked)
+        known = self.manifest.files_of(asked)  # what a save costs: its own notes' records
         skips = _Skips(self.manifest, report)
         todo: list[sources.SourceFile] = []
         gone: list[str] = []
@@ -285,14 +286,11 @@ class Indexer:
         self._heal_failed_write()
         asked = [p for p in dict.fromkeys(self._rel(x) for x in paths) if p]
         known = self.manifest.files_of(asked)
-        gone = [p for p in asked if p in known]
         # A deleted folder arrives as one path: drop every note under it.
         for p in asked:
             if p not in known:
-                under = self.manifest.paths_under(p)
-                known.update(self.manifest.files_of(under))
-                gone.extend(under)
-        gone = sorted(set(gone))
+                known.update(self.manifest.files_of(self.manifest.paths_under(p)))
+        gone = sorted(known)
         if gone:
             self._delete(gone, known)
         report = IndexReport(files_deleted=len(gone), chunks_total=self.manifest.counts()[1])

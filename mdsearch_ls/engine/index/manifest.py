@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mdsearch_ls.engine.index.keyword_queries import KeywordQueries
+from mdsearch_ls.engine.index.manifest_files import FileReads
 from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-exported)
     _REQUIRED_TABLES,
     _SCHEMA,
@@ -40,13 +41,13 @@ from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-export
     truncation,
 )
 from mdsearch_ls.engine.index.vector_cache import VectorCache
-from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
+from mdsearch_ls.engine.locations import ChunkRecord, FileUpdate
 from mdsearch_ls.engine.notes import cjk
 
 log = logging.getLogger(__name__)
 
 
-class Manifest(KeywordQueries, VectorCache):
+class Manifest(FileReads, KeywordQueries, VectorCache):
     """Thread-aware access to the manifest database.
 
     Each thread gets its own connection (SQLite connections are not shareable), WAL mode lets
@@ -203,42 +204,6 @@ class Manifest(KeywordQueries, VectorCache):
 
     # ---- reads ------------------------------------------------------------------------------
 
-    _FILE_COLS = "path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at"
-
-    def files(self) -> dict[str, FileRecord]:
-        conn = self._conn()
-        tags: dict[str, list[str]] = {}
-        for path, tag in conn.execute("SELECT path, tag FROM file_tags ORDER BY rowid"):
-            tags.setdefault(path, []).append(tag)
-        return {
-            row[0]: _file_record(row, tags.get(row[0], ()))
-            for row in conn.execute(f"SELECT {self._FILE_COLS} FROM files")
-        }
-
-    def files_of(self, paths: Iterable[str]) -> dict[str, FileRecord]:
-        """The records of these notes only (those indexed): what a save needs, where reading
-        every record cost 0.85 s at 48k notes."""
-        paths = list(paths)
-        tags: dict[str, list[str]] = {}
-        sql = "SELECT path, tag FROM file_tags WHERE path IN ({marks}) ORDER BY rowid"
-        for path, tag in self._rows_in(sql, paths):
-            tags.setdefault(path, []).append(tag)
-        sql = f"SELECT {self._FILE_COLS} FROM files WHERE path IN ({{marks}})"
-        return {row[0]: _file_record(row, tags.get(row[0], ()))
-                for row in self._rows_in(sql, paths)}
-
-    def paths_under(self, folder: str) -> list[str]:
-        """Indexed notes inside ``folder`` (a relative path; a deleted folder arrives as one)."""
-        prefix = _like_escape(folder.rstrip("/")) + "/%"
-        return [r[0] for r in self._conn().execute(
-            "SELECT path FROM files WHERE path LIKE ? ESCAPE '\\' ORDER BY path", (prefix,))]
-
-    def file_stats(self) -> dict[str, tuple[float, int]]:
-        """``{path: (mtime, size)}`` of every indexed note: what a freshness check compares,
-        without building a record (and reading the tags) of each note."""
-        return {path: (mtime, size) for path, mtime, size in
-                self._conn().execute("SELECT path, mtime, size FROM files")}
-
     def titles(self, paths: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
         """Each note's names (of ``paths``, or all): its title (front matter or file name)
         first, then its aliases."""
@@ -246,17 +211,6 @@ class Manifest(KeywordQueries, VectorCache):
         rows = (self._conn().execute(sql) if paths is None
                 else self._rows_in(sql + " WHERE path IN ({marks})", paths))
         return {path: (title, *json.loads(aliases)) for path, title, aliases in rows}
-
-    def file(self, path: str) -> FileRecord | None:
-        conn = self._conn()
-        sql = f"SELECT {self._FILE_COLS} FROM files WHERE path = ?"
-        row = conn.execute(sql, (path,)).fetchone()
-        if row is None:
-            return None
-        tags = [r[0] for r in conn.execute(
-            "SELECT tag FROM file_tags WHERE path = ? ORDER BY rowid", (path,)
-        )]
-        return _file_record(row, tags)
 
     def counts(self) -> tuple[int, int]:
         """(notes, chunks), counted once per generation: every search asks (for its index

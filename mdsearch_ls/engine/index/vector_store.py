@@ -49,6 +49,9 @@ def _quiet_chroma() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+ID_PAGE = 50_000
+"""Ids per ``get`` when listing a collection (a repair's full comparison)."""
+
 MARKER_KEY = "mdsearch_clean"
 """Collection metadata: the token of the writer's last clean close, also kept in the manifest;
 the two agree only when no write reached the collection since (see ``Indexer``)."""
@@ -217,10 +220,14 @@ class ChromaStore:
         return int(self._col.count())
 
     def all_ids(self) -> set[str]:
-        """Every id in the collection, paged so a large index never hits the batch limit."""
+        """Every id in the collection, in pages of :data:`ID_PAGE` (ids only: a few MB each).
+
+        Each ``get`` costs Chroma about 0.1 s whatever its size (measured), so pages of 1,000
+        made this 13.6 s at 100k chunks and, growing with the square of the size, about 20
+        minutes at a million; one ``get`` of all 100k took 0.56 s."""
         out: set[str] = set()
         offset = 0
-        page = max(self.batch_size, 1000)
+        page = ID_PAGE
         while True:
             got = self._col.get(limit=page, offset=offset, include=[])
             ids = got["ids"]
