@@ -223,3 +223,52 @@ def test_a_folder_the_service_writes_is_held_as_a_server(service, tmp_path: Path
     _ready(folders, root)
     lock = default_index_dir(root.resolve()) / "writer.lock"
     assert lock.read_text().split() == [str(os.getpid()), "server"]
+
+
+def test_an_idle_writer_releases_its_vector_store_and_a_save_opens_it_again(
+    service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that has written nothing for a while gives back the memory of Chroma's graph,
+    sealed as at a clean close; a later save opens the store again and lands in it, and the
+    index stays one Chroma and the manifest agree on."""
+    monkeypatch.setattr(folder_module, "REST_AFTER_S", 0.2)
+    folders, watch, _ = service
+    root = tmp_path / "vault"
+    note = write_note(root, "birds.md", "# Birds\n\nkestrels hover over fields\n")
+    write_note(root, "fish.md", "# Fish\n\nsalmon swim upstream\n")
+    _ready(folders, root)
+    ws = folders.get(root).ws
+    assert ws is not None and ws.store is not None
+    assert watch.until(lambda: ws.store.released, timeout=30), "never released when idle"
+    assert _hits(folders, "kestrels hover", k=1) == ["vault:birds.md"]  # searching needs no store
+    assert ws.store.released
+    note.write_text("# Birds\n\nowls hunt at night\n", "utf-8")
+    assert folders.changed(note, True)
+    assert folders.settled(timeout=30)
+    assert _hits(folders, "owls hunt at night", k=1) == ["vault:birds.md"]
+    assert ws.store.count() == ws.manifest.counts()[1]
+    ids = {r.id for r in ws.manifest.chunks_for("birds.md")}
+    assert ids <= ws.store.all_ids()
+    assert watch.until(lambda: ws.store.released, timeout=30), "not released after the save"
+
+
+def test_a_rested_index_opens_clean_after_a_crash_or_a_close(tmp_path: Path) -> None:
+    """Resting seals the store: a process that dies after it leaves an index whose next open
+    trusts Chroma without comparing every id; one that closes after it writes nothing more."""
+    from mdsearch_ls.engine.api import Workspace
+
+    root = tmp_path / "vault"
+    write_note(root, "a.md", "# A\n\nalpha bravo\n")
+    index = tmp_path / "index"
+    ws = Workspace(root, Settings(), FakeEmbedder(), index_dir=index)  # type: ignore[arg-type]
+    ws.index()
+    assert ws.rest() and ws.store.released and not ws.rest()
+    ws.abandon()  # as a process killed now would: no close
+    with Workspace(root, Settings(), FakeEmbedder(), index_dir=index) as again:  # type: ignore[arg-type]
+        assert again.repaired == 0 and again.indexer._store_known_clean()
+        write_note(root, "b.md", "# B\n\ncharlie\n")
+        assert again.update(["b.md"]).files_indexed == 1
+        assert again.rest()
+    with Workspace(root, Settings(), FakeEmbedder(), index_dir=index) as third:  # type: ignore[arg-type]
+        assert third.indexer._store_known_clean()
+        assert third.store.count() == 2

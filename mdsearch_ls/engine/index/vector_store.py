@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,7 +83,10 @@ class ChromaStore:
         # collections with the same key are this index's other spaces.
         self._suffix = collection[len(space):] if space and collection.startswith(space) else ""
         self._label = {LABEL_KEY: label} if url and label else {}
-        self._client: Any = None
+        self._client_ref: Any = None
+        self._col_ref: Any = None
+        self._released = False
+        self._reopen_lock = threading.RLock()
         if url is not None:
             from mdsearch_ls.engine.index import chroma_server
 
@@ -96,6 +100,51 @@ class ChromaStore:
             self._open_local(path, collection)
         self.max_batch = int(self._client.get_max_batch_size())
         self.batch_size = max(1, min(batch_size, self.max_batch))
+
+    # Chroma keeps a collection's whole HNSW graph in memory from its first write or query
+    # (200 MB at 96k chunks) until its client closes: a long-running writer releases it when idle
+    # (:meth:`release`) and the next use opens it again, as it was.
+
+    @property
+    def _client(self) -> Any:
+        if self._released:
+            self._reopen()
+        return self._client_ref
+
+    @_client.setter
+    def _client(self, client: Any) -> None:
+        self._client_ref = client
+
+    @property
+    def _col(self) -> Any:
+        if self._released:
+            self._reopen()
+        return self._col_ref
+
+    @_col.setter
+    def _col(self, col: Any) -> None:
+        self._col_ref = col
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`release` closed the client and nothing has needed it since."""
+        return self._released
+
+    def release(self) -> None:
+        """Close a local store's client and give its memory back; any later call opens it again
+        (about a second at 96k chunks, when the graph is read back). A server's store is left
+        open: its graph lives in the server."""
+        with self._reopen_lock:
+            if self.url is not None or self._released or self._client_ref is None:
+                return
+            self.close()
+            self._released = True
+
+    def _reopen(self) -> None:
+        with self._reopen_lock:
+            if self._released:
+                self._released = False
+                self._open_local(self.path, self.name)
 
     @property
     def remote(self) -> bool:
@@ -262,7 +311,8 @@ class ChromaStore:
                 return []
             kwargs["ids"] = list(ids)
             kwargs["n_results"] = min(kwargs["n_results"], len(ids))
-        res = self._col.query(**kwargs)
+        with self._reopen_lock:  # a search thread's query is not closed under it by release()
+            res = self._col.query(**kwargs)
         found = res["ids"][0] if res["ids"] else []
         dists = res["distances"][0] if res.get("distances") else []
         return [(cid, 1.0 - float(d)) for cid, d in zip(found, dists, strict=False)]
@@ -288,8 +338,9 @@ class ChromaStore:
         """Release this directory's Chroma system (files, threads) once no other client of the
         same directory in this process uses it. Chroma counts its clients per directory, so the
         other folders' indexes open in the same server are not affected."""
-        self._col = None
-        client, self._client = self._client, None
+        self._col_ref = None
+        self._released = False
+        client, self._client_ref = self._client_ref, None
         client = getattr(client, "target", client)  # a server's client, unwrapped
         if client is not None:
             try:

@@ -34,6 +34,7 @@ from mdsearch_ls.engine.index.indexer import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.index.layout import refuse_broad_root
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
+from mdsearch_ls.engine.service.idle import IdleTimer
 from mdsearch_ls.engine.service.reading import read_checked
 from mdsearch_ls.engine.service.resident import ResidentSearch
 from mdsearch_ls.engine.states import FolderState, IndexPhase, Progress
@@ -54,6 +55,9 @@ TAKE_OVER_EVERY_S = 10.0
 # How often a folder whose index another process is building from nothing looks again (it can
 # search that index as soon as something is written, and it is usually a few seconds away).
 RETRY_LOCKED_S = 5.0
+# How long the writer waits without a write before it releases the vector store's memory
+# (Workspace.rest); the next save opens it again, in about a second at 96k chunks.
+REST_AFTER_S = 60.0
 
 
 MessageFn = Callable[[str, str], None]
@@ -99,6 +103,7 @@ class IndexedFolder:
         self._opened = threading.Event()
         self._filter: sources.SourceFilter | None = None
         self._resident: ResidentSearch | None = None
+        self._idle = IdleTimer(REST_AFTER_S, lambda: self.submit(self._rest))
 
     # ---- the writer thread ----------------------------------------------------------------
 
@@ -115,6 +120,14 @@ class IndexedFolder:
                     exc_info=not isinstance(exc, BroadRootError))  # a refusal is no bug
             self.last_error = str(exc)
             raise
+        finally:  # the writer's idle time counts from its last job
+            if fn != self._rest and not self.closed:
+                self._idle.touch()
+
+    def _rest(self) -> None:
+        if self.ws is not None and not self.closed and not self.ws.read_only and self.ws.rest():
+            log.info("%s: idle: the vector store's memory released", self.name)
+            self._on_change()
 
     def _open(self) -> None:
         """Open the index: as its writer, or read-only when another process writes it."""
@@ -296,7 +309,7 @@ class IndexedFolder:
         The writer runs its jobs in order and a queued change is drained by a job scheduled when
         it was queued, so a job submitted now finishes after all of them.
         """
-        return self.submit(_nothing)
+        return self.submit(lambda: None)  # a job that does nothing: its place is the point
 
     def queue(self, rel: str, op: str) -> None:
         """Queue a per-file change ("update" or "delete"); the latest one for a file wins."""
@@ -468,6 +481,7 @@ class IndexedFolder:
             resident.close()
 
     def _cancel_timers(self) -> None:
+        self._idle.cancel()
         for timer in (self._timer, self._retry):
             if timer is not None:
                 timer.cancel()
@@ -482,16 +496,5 @@ class IndexedFolder:
                 ws.abandon()
 
 
-def _nothing() -> None:
-    """The job :meth:`IndexedFolder.settled` waits for: its place in the queue is the point."""
-
-
-__all__ = [
-    "STATE_ERROR",
-    "STATE_INDEXING",
-    "STATE_LOADING",
-    "STATE_READY",
-    "STATE_STARTING",
-    "IndexedFolder",
-    "Progress",
-]
+__all__ = ["STATE_ERROR", "STATE_INDEXING", "STATE_LOADING", "STATE_READY", "STATE_STARTING",
+           "IndexedFolder", "Progress"]
