@@ -66,7 +66,11 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     return wall, usage.ru_maxrss / 1024, proc.returncode
 
 
-def server_round(root: Path, env: dict[str, str], query: str) -> dict[str, float]:
+def server_round(root: Path, env: dict[str, str], query: str,
+                 rest_s: float = 0.0) -> dict[str, float]:
+    """First ``workspace/symbol`` answer after ``initialized`` and the idle RSS; with
+    ``rest_s``, also the RSS once the writer has rested (it releases the vector store after
+    ``REST_AFTER_S`` without a write): the lowest seen within ``rest_s``."""
     client = StdioClient([*MDSEARCH, "serve"], env)
     try:
         client.request("initialize", {
@@ -93,7 +97,14 @@ def server_round(root: Path, env: dict[str, str], query: str) -> dict[str, float
             if time.perf_counter() > deadline:
                 raise TimeoutError(f"server not idle: {status}")
             threading.Event().wait(0.2)
-        return {"first_symbols_s": first, "idle_rss_mb": client.rss_mb()}
+        out = {"first_symbols_s": first, "idle_rss_mb": client.rss_mb()}
+        if rest_s:
+            rested, deadline = out["idle_rss_mb"], time.perf_counter() + rest_s
+            while time.perf_counter() < deadline:
+                threading.Event().wait(1.0)
+                rested = min(rested, client.rss_mb())
+            out["rested_rss_mb"] = rested
+        return out
     finally:
         client.stop()
 

@@ -16,7 +16,8 @@ model. Both indexes are made by the real ``mdsearch index``, with the real model
 **Whole processes**, as a person starts them, from the vault's folder, the two vaults in turn
 round by round (``--rounds``): ``mdsearch search QUERY`` (hybrid, default k 10), ``--mode
 keyword``, ``mdsearch status``, and a search right after a note was saved (a line appended to
-one note of the copy first: the write path). Per command: median wall, median CPU (user+sys of
+one note of the copy first: the write path), then ``mdsearch index`` with nothing left to do
+(the no-op index of issue 26). Per command: median wall, median CPU (user+sys of
 the process and its children) and median peak RSS (``wait4``), and the ratio of the 96k median
 to the 8k median. The queries are nl2bash queries (``../shared/eval/nl2bash-tldr.jsonl``),
 exactly as typed, a different one each round.
@@ -28,7 +29,8 @@ index (the CLI asks it through the socket beside the index), and that server's R
 (hybrid, k 10; each query new, so no result cache answers), p50/p95 per vault.
 
 **The language server**: from ``initialized`` to its first non-empty ``workspace/symbol`` answer
-on the indexed vault, and its RSS once its start-up scan is done (idle).
+on the indexed vault, its RSS once its start-up scan is done (idle), and the lowest RSS in the
+``REST_AFTER_S`` + 30 s after that (its writer releases the vector store when idle: rested).
 
 **On disk**: the index folder's size per vault.
 
@@ -61,6 +63,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from cli_bench import server_round  # noqa: E402  (the one copy of the server's round)
+
+from mdsearch_ls.engine.service.folder import REST_AFTER_S  # noqa: E402
 
 PYTHON = sys.executable
 MDSEARCH = [PYTHON, "-m", "mdsearch_ls"]
@@ -171,6 +175,9 @@ def processes(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[str
                 fh.write(f"\n- Round {r}: list what an archive holds:\n\n`tar tf path/to/x.tar`\n")
             runs.setdefault("search-after-save", {}).setdefault(name, []).append(
                 timed([*MDSEARCH, "search", q], env, vault))
+            # the index is up to date now: an index run that finds nothing to do
+            runs.setdefault("index-no-op", {}).setdefault(name, []).append(
+                timed([*MDSEARCH, "index", "-q"], env, vault))
             print(f"round {r + 1} {name}: " + ", ".join(
                 f"{c} {runs[c][name][-1]['wall_s']:.2f} s" for c in runs), file=sys.stderr)
     out: dict[str, Any] = {}
@@ -318,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     result["in_process"] = {name: in_process(v, qs[100: 100 + args.queries])
                             for name, v in vaults.items()}
     if not args.skip_server:
-        result["server"] = {name: server_round(v, env, "tar") for name, v in vaults.items()}
+        result["server"] = {name: server_round(v, env, "tar", rest_s=REST_AFTER_S + 30)
+                            for name, v in vaults.items()}
     sizes = [int(x) for x in args.synthetic.split(",") if x]
     if sizes:
         result["vectors"] = synthetic(vaults["v8"], sizes, qs[200: 200 + args.queries])
