@@ -117,9 +117,12 @@ class _Session:
                     log.info("the index of %s is up to date: searching it as it is", root)
                     return ws
                 ws.close()
+        # A few saved notes are written without Chroma (its import and graph cost more than
+        # the rest of the search); the next writer that opens it catches it up.
+        few = bool(self.changed) and len(self.changed or ()) <= TARGETED_MAX
         try:
             ws = Workspace.open(root, self.settings, mode,  # type: ignore[arg-type]
-                                embedder=self.embedder)
+                                embedder=self.embedder, defer_vectors=few)
         except VectorServerError as exc:
             # A search need not update first: the index as it is needs no Chroma at all.
             if mode != "read-if-locked" or not has_index(root, self.settings):

@@ -47,7 +47,7 @@ from mdsearch_ls.engine.index.manifest import (
     ManifestEmptyError,
     is_damage,
 )
-from mdsearch_ls.engine.index.vector_store import ChromaStore
+from mdsearch_ls.engine.index.vector_store import ChromaStore, DeferredStore
 from mdsearch_ls.engine.locations import ChunkRecord
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.hits import SearchResult
@@ -75,7 +75,7 @@ class Workspace(WriterOpen):
     """
 
     # None when opened read-only: another process is (or may become) the writer.
-    store: ChromaStore | None
+    store: ChromaStore | DeferredStore | None
     indexer: Indexer | None
     _lock: IndexLock | None
 
@@ -89,19 +89,21 @@ class Workspace(WriterOpen):
         embedder: Embedder,
         index_dir: Path | str | None = None,
         role: LockRole = "command",
+        defer_vectors: bool = False,
     ) -> Workspace:
         """Open the index of ``root``; ``role``: what holds it as its writer (``LockRole``).
 
         Raises FileNotFoundError / NotADirectoryError for a bad root, :class:`IndexLockedError`
         when ``write`` finds another writer, :class:`NotIndexedError` when a read finds no index,
-        :class:`IndexOpenError` when the index cannot be used.
-        """
+        :class:`IndexOpenError` when the index cannot be used. ``defer_vectors``: see
+        :class:`DeferredStore`."""
         if mode not in OPEN_MODES:
             raise ValueError(f"open mode must be one of {', '.join(OPEN_MODES)}, got {mode!r}")
         if mode == "read":
             return cls(root, settings, embedder, index_dir=index_dir, read_only=True)
         try:
-            return cls(root, settings, embedder, index_dir=index_dir, role=role)
+            return cls(root, settings, embedder, index_dir=index_dir, role=role,
+                       defer_vectors=defer_vectors)
         except IndexLockedError as locked:
             if mode == "write":
                 raise
@@ -120,6 +122,7 @@ class Workspace(WriterOpen):
         index_dir: Path | str | None = None,
         read_only: bool = False,
         role: LockRole = "command",
+        defer_vectors: bool = False,
     ) -> None:
         """Use :meth:`open`; this is its implementation."""
         self._writing: WritingAids | None = None
@@ -152,6 +155,7 @@ class Workspace(WriterOpen):
         self._filter: sources.SourceFilter | None = None
         self._state_written = 0.0
         self._indexing = False
+        self._defer_vectors = defer_vectors
         if read_only:
             self._open_read_only()
             return
@@ -162,9 +166,8 @@ class Workspace(WriterOpen):
             self._open_healing()
             self.switched = self._note_switch()
             self.dropped_spaces = self._prune_spaces()
-            self.searcher = Searcher(
-                self.manifest, self.store, embedder, per_file=settings.per_file
-            )
+            chroma = None if isinstance(self.store, DeferredStore) else self.store
+            self.searcher = Searcher(self.manifest, chroma, embedder, per_file=settings.per_file)
         except BaseException:
             self._close_stores()
             self._lock.release()
@@ -197,9 +200,8 @@ class Workspace(WriterOpen):
             raise self._damage_error(exc) from exc
         self.store = None
         self.indexer = None
-        self.searcher = Searcher(
-            self.manifest, None, self.embedder, per_file=self.settings.per_file
-        )
+        self.searcher = Searcher(self.manifest, None, self.embedder,
+                                 per_file=self.settings.per_file)
 
     @property
     def writing(self) -> WritingAids:
@@ -444,8 +446,8 @@ class Workspace(WriterOpen):
         }
 
     def rest(self) -> bool:
-        """Writer thread, when idle: seal the vector store as a clean close does and release
-        its memory (Chroma's graph, 200 MB at 96k chunks); the next write opens it again."""
+        """Writer thread, idle: seal the vector store as a clean close does and release its
+        memory (Chroma's graph: 200 MB at 96k chunks); the next write opens it again."""
         store = self.store
         if self.indexer is None or store is None or store.remote or store.released:
             return False

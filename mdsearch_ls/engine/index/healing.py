@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import logging
 import os
 import shutil
@@ -20,7 +21,7 @@ from pathlib import Path
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import IndexOpenError, MdsearchError
-from mdsearch_ls.engine.index.indexer import Indexer
+from mdsearch_ls.engine.index.indexer import DEFERRED, STORE_CLEAN, Indexer
 from mdsearch_ls.engine.index.layout import (
     DAMAGED_PREFIX,
     KEEP_DAMAGED,
@@ -28,7 +29,14 @@ from mdsearch_ls.engine.index.layout import (
     recorded_model,
 )
 from mdsearch_ls.engine.index.manifest import Manifest, is_damage
-from mdsearch_ls.engine.index.vector_store import ChromaStore, StoreError, short_error
+from mdsearch_ls.engine.index.vector_store import (
+    BEHIND,
+    ChromaStore,
+    DeferredStore,
+    StoreError,
+    chunk_metadata,
+    short_error,
+)
 
 log = logging.getLogger("mdsearch_ls.engine.workspace")
 
@@ -64,12 +72,14 @@ class WriterOpen:
     index_dir: Path
     space: str
     manifest: Manifest
-    store: ChromaStore | None
+    store: ChromaStore | DeferredStore | None
     indexer: Indexer | None
     healed: str | None
     repaired: int | None
     _damaged_dir: Path | None
     _stale_vectors: bool
+    _defer_vectors: bool = False
+    """Open without the vector store (:class:`DeferredStore`): a writer of a few notes."""
     _reset_remote: bool = False
     """A Chroma server's collection failed the probe: empty it on the next attempt, and the
     manifest's vector cache refills it (there are no files of ours to set aside)."""
@@ -133,6 +143,13 @@ class WriterOpen:
                 raise _Damaged("manifest", str(exc), manifest_files) from exc
             raise IndexOpenError(f"the manifest in {self.index_dir} cannot be opened ({exc})") \
                 from exc
+        if self._defer_vectors and not self.manifest.created:
+            was = self.manifest.get_meta(STORE_CLEAN)
+            self.store = DeferredStore(DEFERRED if was else "", self._note_behind)
+            self.indexer = Indexer(self.root, self.settings, self.manifest, self.store,
+                                   self.embedder, index_dir=self.index_dir)
+            self.repaired = 0
+            return
         try:
             self.store = self._make_store(chroma_dir)
         except StoreError as exc:
@@ -154,6 +171,7 @@ class WriterOpen:
             # The manifest is the truth: repair what a crash between the Chroma write and the
             # manifest write left, before anything reads (``--no-update`` searches, status).
             self.repaired = self.indexer.reconcile()
+            self._catch_up()
             problem = self.store.probe(self.manifest.sample_vectors(_PROBES))
         except sqlite3.DatabaseError as exc:
             if is_damage(exc):
@@ -165,6 +183,36 @@ class WriterOpen:
             raise _Damaged("vector store", short_error(exc), damaged_files) from exc
         if problem:
             raise _Damaged("vector store", problem, damaged_files)
+
+    def _note_behind(self, paths: set[str]) -> None:
+        """A :class:`DeferredStore` wrote these notes without Chroma: list them for the next
+        writer that opens it (before the manifest's own write, so a crash loses no name)."""
+        behind = set(json.loads(self.manifest.get_meta(BEHIND) or "[]"))
+        if not paths <= behind:
+            self.manifest.set_meta(BEHIND, json.dumps(sorted(behind | paths)))
+
+    def _catch_up(self) -> None:
+        """Write the chunks of the notes a deferred writer left behind into Chroma, vectors
+        from the cache: the comparison of ids before this put back what was missing, and this
+        refreshes what an id does not show (a section's lines, a note's mtime and tags)."""
+        import numpy as np
+
+        assert self.store is not None and self.indexer is not None
+        behind = json.loads(self.manifest.get_meta(BEHIND) or "[]")
+        for batch in (behind[i:i + 500] for i in range(0, len(behind), 500)):
+            files = self.manifest.files_of(batch)
+            records = [r for p in batch if p in files for r in self.manifest.chunks_for(p)]
+            vecs = self.manifest.vectors(r.embed_hash for r in records)
+            records = [r for r in records if r.embed_hash in vecs]
+            if records:
+                self.indexer._writing_store()
+                self.store.upsert([r.id for r in records],
+                                  np.stack([vecs[r.embed_hash] for r in records]),
+                                  [chunk_metadata(r, files[r.path]) for r in records])
+        if behind:
+            self.indexer._settled = True  # Chroma's writes needed no manifest write: it agrees
+            self.manifest.set_meta(BEHIND, "")
+            log.info("the vector store caught up with %d notes written without it", len(behind))
 
     def _note_switch(self) -> str | None:
         """Record the model of a new space in its manifest, and when the index folder already
@@ -274,6 +322,8 @@ class WriterOpen:
         touched on every open; we hold the writer lock, so no other process has any space open.
         """
         assert self.store is not None
+        if isinstance(self.store, DeferredStore):
+            return []  # the next open with the vector store prunes
         own = self.index_dir / f"{self.space}.sqlite3"
         with contextlib.suppress(OSError):
             os.utime(own)

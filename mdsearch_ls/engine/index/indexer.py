@@ -58,6 +58,7 @@ log = logging.getLogger(__name__)
 
 
 STORE_CLEAN = "store_clean"
+DEFERRED = "deferred"  # what STORE_CLEAN holds after a writer that left Chroma behind
 """Manifest meta: the generation at which the writer last closed Chroma cleanly ("" while a
 writer may have written Chroma past the manifest)."""
 
@@ -97,7 +98,7 @@ class Indexer:
         another copy of the manifest could meet)."""
         self._settled = False
         if not self._store_dirty:
-            self.manifest.set_meta(STORE_CLEAN, "")
+            self.manifest.set_meta(STORE_CLEAN, self.store.clears_to)
             self.store.set_marker("")
             self._store_dirty = True
 
@@ -141,12 +142,16 @@ class Indexer:
 
         if not self._store_dirty and self._store_known_clean():
             return 0
+        # Left behind on purpose (DeferredStore) is no damage: caught up quietly, not counted.
+        planned = self.manifest.get_meta(STORE_CLEAN) == DEFERRED
+        said, fix = ((log.info, "catching up the vector store") if planned
+                     else (log.warning, "repairing index"))
         want = self.manifest.chunk_ids()
         have = self.store.all_ids()
         extra = sorted(have - want)
         missing = sorted(want - have)
         if extra:
-            log.warning("repairing index: %d orphan vectors removed", len(extra))
+            said("%s: %d orphan vectors removed", fix, len(extra))
             self._writing_store()
             self.store.delete(extra)
         if missing:
@@ -155,7 +160,7 @@ class Indexer:
             restorable = [r for r in records.values() if r.embed_hash in vecs]
             lost = {r.path for r in records.values() if r.embed_hash not in vecs}
             if restorable:
-                log.warning("repairing index: %d vectors restored", len(restorable))
+                said("%s: %d vectors restored", fix, len(restorable))
                 files = self.manifest.files_of({r.path for r in restorable})
                 self._writing_store()
                 self.store.upsert(
@@ -168,7 +173,7 @@ class Indexer:
                 log.warning("repairing index: %d notes will be re-embedded", len(lost))
                 self.manifest.delete_files(sorted(lost))
         self._settled = True
-        return len(extra) + len(missing)
+        return 0 if planned else len(extra) + len(missing)
 
     def _heal_failed_write(self) -> None:
         """A write of this process failed half-way (a Chroma server that went away): compare

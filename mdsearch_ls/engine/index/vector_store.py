@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,14 +56,55 @@ ID_PAGE = 50_000
 MARKER_KEY = "mdsearch_clean"
 """Collection metadata: the token of the writer's last clean close, also kept in the manifest;
 the two agree only when no write reached the collection since (see ``Indexer``)."""
+BEHIND = "chroma_behind"
+"""Manifest meta: the notes a :class:`DeferredStore` writer wrote without Chroma (JSON)."""
 LABEL_KEY = "mdsearch_index"
 """Collection metadata on a server: which machine and index folder the collection belongs to,
 for a person listing the server's collections."""
 
 
+class DeferredStore:
+    """The vector store of a writer that leaves Chroma behind: a CLI search that updates a few
+    saved notes before it searches. Importing Chroma and reading its graph back to write them
+    cost more (seconds at 96k chunks) than the rest of such a search, and no search reads
+    Chroma while the manifest's vectors answer. Nothing is written here: the indexer's first
+    write clears the manifest's clean-close token, and the notes written are listed in the
+    manifest (:data:`BEHIND`), so the next writer that opens Chroma compares its ids with the
+    manifest, then writes those notes' chunks from the vector cache, without the model."""
+
+    remote = False
+    released = True  # holds nothing: closing it seals nothing
+
+    def __init__(self, clears_to: str, note_behind: Callable[[set[str]], None]) -> None:
+        self.clears_to = clears_to
+        """What the manifest's clean-close token becomes at the first write: "deferred" (the
+        next open catches Chroma up quietly), or "" when a writer that died had left it so
+        (that open repairs, and says so)."""
+        self._note_behind = note_behind
+
+    def set_marker(self, token: str) -> None:
+        pass
+
+    def upsert(self, ids: Sequence[str], vectors: Any, metadatas: Sequence[Mapping[str, Any]]
+               ) -> None:
+        self._note_behind({str(m["path"]) for m in metadatas})
+
+    def delete(self, ids: Sequence[str]) -> None:
+        pass  # the next open's comparison of ids drops them
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]
+                        ) -> None:
+        self._note_behind({str(m["path"]) for m in metadatas})
+
+    def close(self) -> None:
+        pass
+
+
 class ChromaStore:
     """One collection of one embedding space: in a persistent Chroma directory (``path``), or on
     a Chroma server (``url``, see :mod:`.chroma_server`) when the settings name one."""
+
+    clears_to = ""  # the clean-close token while a write may have reached Chroma alone
 
     def __init__(
         self,

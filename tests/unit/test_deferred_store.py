@@ -1,0 +1,97 @@
+"""A writer that leaves Chroma behind (a CLI search updating a few saved notes): the manifest
+answers at once, and the next writer that opens Chroma catches it up from the vector cache,
+quietly and exactly, without the model."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.index.indexer import DEFERRED, STORE_CLEAN
+from mdsearch_ls.engine.index.vector_store import BEHIND, DeferredStore
+from mdsearch_ls.engine.workspace import Workspace
+from tests.conftest import FakeEmbedder, write_note
+from tests.index_state import assert_consistent, clean_build, snapshot
+
+
+def _vault(root: Path) -> Path:
+    write_note(root, "birds.md", "# Birds\n\nkestrels hover\n\n## Owls\n\nowls hunt at night\n")
+    write_note(root, "fish.md", "# Fish\n\nsalmon swim upstream\n")
+    write_note(root, "trees.md", "# Trees\n\noaks grow slowly\n")
+    return root
+
+
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in folder.rglob("*") if p.is_file()}
+
+
+def _open(root: Path, index: Path, **kw: bool) -> Workspace:
+    return Workspace.open(root, Settings(), "write", embedder=FakeEmbedder(), index_dir=index,
+                          **kw)
+
+
+def test_a_deferred_writer_leaves_chroma_and_the_next_open_catches_it_up_exactly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    root = _vault(tmp_path / "vault")
+    index = tmp_path / "index"
+    with _open(root, index) as ws:
+        ws.index()
+    chroma_files = _files(index / "chroma")
+    # edits made while nothing ran: one in place (lines of a later section move), one new note,
+    # one deleted, one with new tags only
+    write_note(root, "birds.md", "# Birds\n\nkestrels hover\nand stoop\n\n## Owls\n\n"
+                                 "owls hunt at night\n")
+    write_note(root, "moss.md", "# Moss\n\nmoss likes shade\n")
+    (root / "fish.md").unlink()
+    write_note(root, "trees.md", "---\ntags: [wood]\n---\n# Trees\n\noaks grow slowly\n")
+    changed = ["birds.md", "fish.md", "moss.md", "trees.md"]
+    embedder = FakeEmbedder()
+    with Workspace.open(root, Settings(), "write", embedder=embedder, index_dir=index,
+                        defer_vectors=True) as ws:
+        assert isinstance(ws.store, DeferredStore)
+        report = ws.update(changed)
+        assert (report.files_indexed, report.files_deleted) == (3, 1)
+        assert ws.hits("moss likes shade", 1)[0].path == "moss.md"  # answered at once
+        assert ws.manifest.get_meta(STORE_CLEAN) == DEFERRED
+        assert json.loads(ws.manifest.get_meta(BEHIND) or "") == [
+            "birds.md", "moss.md", "trees.md"]
+    assert _files(index / "chroma") == chroma_files  # Chroma was not opened, let alone written
+    caplog.set_level(logging.INFO)
+    embedded = FakeEmbedder()
+    with Workspace.open(root, Settings(), "write", embedder=embedded, index_dir=index) as ws:
+        assert ws.repaired == 0 and ws.healed is None  # a catch-up, not a repair
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+        assert "caught up with 3 notes" in caplog.text
+        assert embedded.documents_embedded == 0
+        assert_consistent(ws)
+        caught = snapshot(ws)
+        assert ws.manifest.get_meta(BEHIND) == ""
+    clean = clean_build(root, tmp_path / "clean", FakeEmbedder())
+    assert caught == clean, caught.diff(clean)  # Chroma's metadata too: lines, tags, mtimes
+    with _open(root, index) as ws:
+        assert ws.indexer is not None and ws.indexer._store_known_clean()
+
+
+def test_after_a_crash_a_deferred_writer_keeps_the_repair_loud(tmp_path: Path) -> None:
+    """A writer that died mid-write left the token cleared: a deferred writer after it does
+    not turn that repair into a quiet catch-up."""
+    root = _vault(tmp_path / "vault")
+    index = tmp_path / "index"
+    with _open(root, index) as ws:
+        ws.index()
+        ws.manifest.set_meta(STORE_CLEAN, "")  # as a killed writer leaves it
+        ws.store.delete([next(iter(ws.manifest.chunk_ids()))])  # and Chroma short of a chunk
+        ws.indexer._settled = False  # (so this close does not seal)
+    write_note(root, "moss.md", "# Moss\n\nmoss likes shade\n")
+    with _open(root, index, defer_vectors=True) as ws:
+        ws.update(["moss.md"])
+        assert ws.manifest.get_meta(STORE_CLEAN) == ""
+    with _open(root, index) as ws:
+        assert ws.repaired and ws.repaired >= 1
+        assert_consistent(ws)
