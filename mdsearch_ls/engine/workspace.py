@@ -451,10 +451,7 @@ class Workspace(WriterOpen):
         store = self.store
         if self.indexer is None or store is None or store.remote or store.released:
             return False
-        token = self.indexer.seal_store()
-        store.release()
-        if token is not None:
-            self.indexer.mark_store_clean(token)
+        self._seal_and_close(release=True)
         return True
 
     def close(self) -> None:
@@ -464,17 +461,7 @@ class Workspace(WriterOpen):
             if self.store is not None and self.store.released:
                 self.store.close()  # sealed when released, and nothing was written since
             elif self.store is not None:
-                token = None
-                if self.indexer is not None:
-                    try:
-                        token = self.indexer.seal_store()
-                    except Exception as exc:  # a server gone: the next open compares in full
-                        log.warning("could not mark the vector store clean: %s", exc)
-                self.store.close()
-                if token is not None and self.indexer is not None:
-                    # Chroma closed cleanly: the next open need not compare it id by id.
-                    with contextlib.suppress(sqlite3.Error):
-                        self.indexer.mark_store_clean(token)
+                self._seal_and_close()
             self.manifest.close()
         finally:
             if self._lock is not None:

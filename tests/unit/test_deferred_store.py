@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,40 @@ def test_after_a_crash_a_deferred_writer_keeps_the_repair_loud(tmp_path: Path) -
     with _open(root, index) as ws:
         assert ws.repaired and ws.repaired >= 1
         assert_consistent(ws)
+
+
+def test_a_clean_close_lets_the_next_open_trust_chroma_without_reading_its_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chroma's count and probe read its whole graph into memory; after a clean close that
+    nothing has touched since, the open needs neither. Any file of the folder changed (a sync
+    tool, a restore, damage) brings both back."""
+    from mdsearch_ls.engine.index.vector_store import ChromaStore
+
+    root = _vault(tmp_path / "vault")
+    index = tmp_path / "index"
+    with _open(root, index) as ws:
+        ws.index()
+    asked: list[str] = []
+    real_probe, real_count = ChromaStore.probe, ChromaStore.count
+    monkeypatch.setattr(ChromaStore, "probe",
+                        lambda self, v: asked.append("probe") or real_probe(self, v))
+    monkeypatch.setattr(ChromaStore, "count",
+                        lambda self: asked.append("count") or real_count(self))
+    with _open(root, index) as ws:
+        assert ws.repaired == 0 and asked == []
+        assert ws.hits("oaks grow slowly", 1)[0].path == "trees.md"
+    with _open(root, index) as ws:  # a close that wrote nothing keeps it so
+        assert asked == []
+        write_note(root, "moss.md", "# Moss\n\nmoss likes shade\n")
+        ws.update(["moss.md"])
+    assert asked == ["count"]  # the close after a write checks the counts before it seals
+    asked.clear()
+    with _open(root, index) as ws:  # and the next open trusts the new state
+        assert asked == []
+        assert ws.store.count() == ws.manifest.counts()[1]
+    asked.clear()
+    sqlite = index / "chroma" / "chroma.sqlite3"
+    os.utime(sqlite, ns=(sqlite.stat().st_atime_ns, sqlite.stat().st_mtime_ns + 1))
+    with _open(root, index) as ws:
+        assert "probe" in asked and ws.repaired == 0

@@ -12,6 +12,8 @@ embedder, which downloads a model, can never run.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 import os
 import threading
@@ -40,6 +42,20 @@ def chunk_metadata(loc: Location, file: FileRecord | None) -> dict[str, str | in
     }
 
 
+def folder_fingerprint(path: Path) -> str:
+    """Every file of a local Chroma folder by name, size and mtime, hashed ("" when there is
+    none): equal only while nothing has written to the folder (Chroma's own open writes its
+    SQLite file, so this is taken before the client opens, and recorded after it closes)."""
+    files = []
+    for d, _, names in os.walk(path):
+        for name in names:
+            with contextlib.suppress(OSError):
+                st = os.stat(os.path.join(d, name))
+                files.append(f"{os.path.relpath(os.path.join(d, name), path)}:{st.st_size}:"
+                             f"{st.st_mtime_ns}")
+    return hashlib.sha1("\n".join(sorted(files)).encode()).hexdigest() if files else ""
+
+
 class StoreError(RuntimeError):
     """The vector store could not be opened or written; the message says what to do."""
 
@@ -56,6 +72,8 @@ ID_PAGE = 50_000
 MARKER_KEY = "mdsearch_clean"
 """Collection metadata: the token of the writer's last clean close, also kept in the manifest;
 the two agree only when no write reached the collection since (see ``Indexer``)."""
+STORE_FILES = "store_files"
+"""Manifest meta: :func:`folder_fingerprint` of Chroma's folder at the last clean close."""
 BEHIND = "chroma_behind"
 """Manifest meta: the notes a :class:`DeferredStore` writer wrote without Chroma (JSON)."""
 LABEL_KEY = "mdsearch_index"
@@ -105,6 +123,9 @@ class ChromaStore:
     a Chroma server (``url``, see :mod:`.chroma_server`) when the settings name one."""
 
     clears_to = ""  # the clean-close token while a write may have reached Chroma alone
+    written = False
+    """Whether anything was written to the collection through this object (sealing checks the
+    counts then: the graph is in memory anyway)."""
 
     def __init__(
         self,
@@ -288,6 +309,7 @@ class ChromaStore:
             return
         if len(ids) != len(vectors) or len(ids) != len(metadatas):
             raise ValueError("ids, vectors and metadatas must have the same length")
+        self.written = True
         for part in self._batches(len(ids)):
             self._col.upsert(
                 ids=list(ids[part]),
@@ -298,11 +320,13 @@ class ChromaStore:
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Metadata]) -> None:
         """Replace the metadata of existing ids (their vectors stay)."""
         ids = list(ids)
+        self.written = self.written or bool(ids)
         for part in self._batches(len(ids)):
             self._col.update(ids=ids[part], metadatas=[dict(m) for m in metadatas[part]])
 
     def delete(self, ids: Sequence[str]) -> None:
         ids = list(ids)
+        self.written = self.written or bool(ids)
         for part in self._batches(len(ids)):
             self._col.delete(ids=ids[part])
 
