@@ -194,9 +194,9 @@ def test_all_ids_pages_through_a_large_collection(open_store, tmp_path, monkeypa
 
 
 def test_all_ids_pages_are_not_the_write_batch(open_store, tmp_path):
-    """Each get costs Chroma ~0.1 s whatever its size, so listing ids in pages of the write
+    """Each get costs Chroma ~0.13 s plus the ids it skips, so listing ids in pages of the write
     batch (1,000) made a repair's comparison grow with the square of the index (13.6 s at
-    100k chunks, ~20 minutes at a million): the pages are ID_PAGE ids."""
+    100k chunks, ~half an hour at a million): the pages are ID_PAGE ids."""
     from mdsearch_ls.engine.index import vector_store
 
     s = open_store(tmp_path / "c", "page-size-v1", batch_size=7)

@@ -243,7 +243,7 @@ class Indexer:
             # Not after a cancel: the vectors of a note half embedded are what the next run
             # resumes from.
             skips.finish()
-            self.manifest.gc_vectors()
+            self.manifest.collect_vectors()
             self.manifest.set_meta("last_full_index", str(time.time()))
         report.seconds = time.perf_counter() - t0
         return report
