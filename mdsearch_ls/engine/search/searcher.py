@@ -361,13 +361,16 @@ class Searcher:
             table = self._table
             if table is not None and table.generation == gen:
                 return table
-            if self.store is not None and self.manifest.counts()[1] > EXACT_MAX_CHUNKS:
-                return None
             from mdsearch_ls.engine.index import vector_snapshot
             from mdsearch_ls.engine.search.vectors import VectorTable
 
+            # A snapshot of this state (mapped, with IVF lists when large) serves the writer at
+            # any size too, so it ranks as the readers mapping the same files do.
             mapped = vector_snapshot.load(self.manifest.path,
                                           vector_snapshot.state(self.manifest, gen))
+            if (mapped is None and self.store is not None
+                    and self.manifest.counts()[1] > EXACT_MAX_CHUNKS):
+                return None
             table = (VectorTable(gen, *mapped) if mapped is not None
                      else VectorTable(gen, *self.manifest.vector_table()))
             self._table = table
