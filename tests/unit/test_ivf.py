@@ -192,3 +192,14 @@ def test_a_snapshot_left_without_lists_gets_them(tmp_path: Path,
     with writer():
         pass
     assert json.loads(head_path.read_text()) == head  # complete: not written again
+
+
+def test_a_few_rows_past_a_lowered_threshold_still_make_lists(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ivf, "MIN_ROWS", 1)
+    rows, queries = _clustered()
+    table = _table(_save(tmp_path, rows[:3]))
+    assert table.lists is not None and table.lists.nlist == 3
+    assert [c for c, _ in table.nearest(queries[0], 3, None, None)] == [
+        c for c, _ in VectorTable(7, table._ids, (table._path_idx, table._path_names),
+                                  table.matrix).nearest(queries[0], 3, None, None)]

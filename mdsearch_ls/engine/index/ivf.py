@@ -37,8 +37,9 @@ PROBES = 80
 
 
 def list_count(n: int) -> int:
-    """How many lists for ``n`` rows: about sqrt(n), so a list and the centroids cost alike."""
-    return max(8, min(4096, round(math.sqrt(n))))
+    """How many lists for ``n`` rows: about sqrt(n), so a list and the centroids cost alike
+    (never more lists than rows)."""
+    return max(1, min(n, max(8, min(4096, round(math.sqrt(n))))))
 
 
 def probe_count(nlist: int) -> int:
