@@ -369,7 +369,7 @@ class Searcher:
             mapped = vector_snapshot.load(self.manifest.path,
                                           vector_snapshot.state(self.manifest, gen))
             if (mapped is None and self.store is not None
-                    and self.manifest.counts()[1] > EXACT_MAX_CHUNKS):
+                    and self.manifest.counts()[1] >= EXACT_MAX_CHUNKS):
                 return None
             table = (VectorTable(gen, *mapped) if mapped is not None
                      else VectorTable(gen, *self.manifest.vector_table()))
