@@ -48,9 +48,12 @@ def probe_count(nlist: int) -> int:
 
 
 def _normalised(x: np.ndarray) -> np.ndarray:
+    """``x``'s rows scaled to unit length in place (``x``: a float32 array of its own; no
+    second copy of a 74 MB sample)."""
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (x / norms).astype(np.float32)
+    x /= norms
+    return x
 
 
 def _best(x: np.ndarray, centroids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +76,7 @@ def train(matrix: np.ndarray, nlist: int, seed: int = SEED) -> np.ndarray:
     rng = np.random.default_rng(seed)
     m = min(n, max(nlist, nlist * SAMPLE_PER_LIST))
     pick = np.sort(rng.choice(n, size=m, replace=False)) if m < n else np.arange(n)
-    sample = _normalised(np.asarray(matrix[pick], dtype=np.float32))
+    sample = _normalised(np.array(matrix[pick], dtype=np.float32, copy=None))
     centroids = sample[rng.choice(m, size=nlist, replace=False)].copy()
     for _ in range(ITERATIONS):
         labels, scores = _best(sample, centroids)
