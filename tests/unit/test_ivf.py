@@ -203,3 +203,35 @@ def test_a_few_rows_past_a_lowered_threshold_still_make_lists(
     assert [c for c, _ in table.nearest(queries[0], 3, None, None)] == [
         c for c, _ in VectorTable(7, table._ids, (table._path_idx, table._path_names),
                                   table.matrix).nearest(queries[0], 3, None, None)]
+
+
+def test_a_large_writer_maps_the_snapshot_of_its_state_else_asks_chroma(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past EXACT_MAX_CHUNKS the writer never loads its vectors: the snapshot of its own state
+    (with the readers' lists), or Chroma once its index has moved on from it."""
+    import mdsearch_ls.engine.search.searcher as searcher_mod
+    from tests.conftest import write_note
+
+    monkeypatch.setattr(ivf, "MIN_ROWS", 10)
+    root, index = copy_vault(tmp_path / "vault"), tmp_path / "index"
+
+    def writer() -> Workspace:
+        return Workspace.open(root, Settings(), "write",
+                              embedder=FakeEmbedder(), index_dir=index)  # type: ignore[arg-type]
+
+    with writer() as ws:
+        ws.index()
+    monkeypatch.setattr(searcher_mod, "EXACT_MAX_CHUNKS", 0)
+    with writer() as ws:
+        table = ws.searcher._vector_table()
+        assert table is not None and table.lists is not None
+        assert isinstance(table.matrix, np.memmap)
+        assert ws.hits("budget approval", 3, mode="semantic")  # ranked through the lists
+        write_note(root, "new.md", "# Volcano\n\nLava and eruptions.\n")
+        ws.update(["new.md"])
+        assert ws.searcher._vector_table() is None  # Chroma answers this state
+        assert ws.hits("lava eruptions", 1, mode="semantic")[0].path == "new.md"
+    with Workspace.open(root, Settings(), "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
+                        index_dir=index) as ro:
+        assert ro.searcher._vector_table().lists is not None  # the closed writer's new lists
+        assert ro.hits("lava eruptions", 1, mode="semantic")[0].path == "new.md"

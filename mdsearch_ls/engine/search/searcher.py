@@ -36,8 +36,10 @@ if TYPE_CHECKING:
 # generation) up to this many chunks in the index: a few milliseconds at 10k chunks, no slower
 # than Chroma's graph (benchmarks/reader_bench.py), never missing a narrow filter's best
 # sections, and the same answer in every process: the CLI reading beside an editor's server, the
-# server itself and the MCP server rank alike. Above it (150 MB of vectors), Chroma: a
-# where-clause below BROAD_FILTER_SHARE of notes passing, an over-fetch above it.
+# server itself and the MCP server rank alike. From it (150 MB of vectors) the writer holds no
+# vectors: it maps the snapshot of its state (IVF lists, engine/index/ivf.py, as every reader
+# does) or, when its index changed since it left one, asks Chroma: a where-clause below
+# BROAD_FILTER_SHARE of notes passing, an over-fetch above it.
 EXACT_MAX_CHUNKS = 100_000
 BROAD_FILTER_SHARE = 0.5
 
