@@ -5,6 +5,9 @@ process that maps them."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -134,35 +137,53 @@ def test_filters_narrow_exact_broad_through_the_lists(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_real_model_ranks_alike_through_the_lists(
-        tmp_path: Path, real_embedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The handbook vault with lists from 10 rows: a reader and the writer that map the same
-    snapshot give the first hits exact search gives, though each query reads 4 of the lists."""
-    monkeypatch.setattr(ivf, "MIN_ROWS", 10)
+        tmp_path: Path, real_embedder, monkeypatch: pytest.MonkeyPatch,
+        _isolated_cache: Path) -> None:
+    """The handbook vault with lists from 10 rows: a CLI process (``--no-resident``, read-only,
+    mapping the snapshot), a reader and the writer in this process all give the same hits, and
+    the first hits exact search gives, though each query reads 4 of the lists."""
+    monkeypatch.setattr(ivf, "MIN_ROWS", 10)  # the writer's decision; readers follow the file
     monkeypatch.setattr(ivf, "PROBES", 4)
-    root, index = copy_vault(tmp_path / "vault"), tmp_path / "index"
+    root = copy_vault(tmp_path / "vault")
     queries = ["how do we rotate the backup encryption keys", "who approves an invoice",
                "on-call escalation when the pager fires", "interview loop for new hires",
                "expense policy for travel", "what to do in a security incident"]
 
-    def answers(ws: Workspace) -> list[list[tuple[str, int]]]:
-        return [[(h.path, h.start_line) for h in ws.hits(q, 3, mode="semantic")]
-                for q in queries]
+    def answers(ws: Workspace, mode: str = "semantic") -> list[list[tuple[str, int]]]:
+        return [[(h.path, h.start_line) for h in ws.hits(q, 3, mode=mode)] for q in queries]
 
-    with Workspace.open(root, Settings(), "write", embedder=real_embedder,
-                        index_dir=index) as ws:
+    def cli() -> list[list[tuple[str, int]]]:
+        batch = "\n".join(json.dumps({"query": q}) for q in queries) + "\n"
+        res = subprocess.run(
+            [sys.executable, "-m", "mdsearch_ls", "search", "--format", "json", "-k", "3",
+             "--no-resident", "--queries", "-"],
+            capture_output=True, text=True, timeout=300, cwd=root, input=batch,
+            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
+        assert res.returncode == 0, res.stderr
+        return [[(h["path"], h["start_line"]) for h in json.loads(line)["results"]]
+                for line in res.stdout.splitlines() if line.strip()]
+
+    with Workspace.open(root, Settings(), "write", embedder=real_embedder) as ws:
         ws.index()
-    with Workspace.open(root, Settings(), "read", embedder=real_embedder,
-                        index_dir=index) as ro:
+    with Workspace.open(root, Settings(), "read", embedder=real_embedder) as ro:
         table = ro.searcher._vector_table()
         assert table.lists is not None and table.lists.nprobe < table.lists.nlist
         probed = answers(ro)
-    with Workspace.open(root, Settings(), "write", embedder=real_embedder,
-                        index_dir=index) as ws:  # the writer maps the same lists
-        assert ws.searcher._vector_table().lists is not None
-        assert answers(ws) == probed
-    next(index.glob("*.vectors.json")).unlink()  # no snapshot: exact, from the manifest
-    with Workspace.open(root, Settings(), "read", embedder=real_embedder,
-                        index_dir=index) as ro:
+        hybrid = answers(ro, "hybrid")
+        # the searcher's 60 candidates span most of this vault's lists; 5 read only 4 of them
+        exact_table = VectorTable(0, table._ids, (table._path_idx, table._path_names),
+                                  table.matrix)
+        near = [([c for c, _ in table.nearest(v, 5, None, None)],
+                 [c for c, _ in exact_table.nearest(v, 5, None, None)])
+                for v in (real_embedder.embed_query(q) for q in queries)]
+        assert all(a[0] == e[0] for a, e in near)
+        assert sum(len(set(a) & set(e)) for a, e in near) >= 0.8 * 5 * len(queries)
+    assert cli() == hybrid  # another process, the same lists, the same hits
+    with Workspace.open(root, Settings(), "write", embedder=real_embedder) as ws:
+        assert ws.searcher._vector_table().lists is not None  # the writer maps the same lists
+        assert answers(ws) == probed and answers(ws, "hybrid") == hybrid
+    next(_isolated_cache.glob("indexes/*/*.vectors.json")).unlink()  # exact, from the manifest
+    with Workspace.open(root, Settings(), "read", embedder=real_embedder) as ro:
         assert ro.searcher._vector_table().lists is None
         exact = answers(ro)
     assert [a[0] for a in probed] == [e[0] for e in exact]
