@@ -295,8 +295,9 @@ class Searcher:
         allowed: set[str] | None,
         phrase_ids: set[str] | None,
     ) -> list[tuple[str, float]]:
-        """Semantic candidates: exact from the vector table, or from Chroma's graph in an index
-        too large to hold (see :data:`EXACT_MAX_CHUNKS`)."""
+        """Semantic candidates from the vector table (exact, or through its snapshot's IVF
+        lists), or from Chroma's graph for a large writer without a snapshot of its state (see
+        :data:`EXACT_MAX_CHUNKS`)."""
         table = self._vector_table()
         if table is not None:
             return table.nearest(qvec, pool, allowed, phrase_ids)
