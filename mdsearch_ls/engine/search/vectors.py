@@ -33,7 +33,7 @@ GATHER_COST = 4  # a row gathered by index costs ~4x a row of a contiguous slice
 
 
 class VectorTable:
-    """Every chunk vector of one index generation, for exact search over a filtered subset.
+    """Every chunk vector of one index generation, searched exactly or through IVF lists.
 
     ``ids`` are the chunk ids (a list of str, or a fixed-width bytes array mapped from a
     snapshot); ``paths`` a list of each row's note, or ``(index per row, names)``; ``lists``
