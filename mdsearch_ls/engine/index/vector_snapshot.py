@@ -15,6 +15,12 @@ back to the manifest for anything else (no snapshot, an older one, a file gone o
 arrays of each snapshot have names of their own and the JSON is replaced last, so a reader never
 pairs one snapshot's ids with another's vectors; a reader still mapping an old one keeps it open
 after it is replaced.
+
+From :data:`ivf.MIN_ROWS` rows up, the snapshot is also an IVF index (:mod:`.ivf`): the rows are
+written grouped by list (the order a reader's table then has) and the JSON names the centroids'
+file, each list's first row and the lists a query probes, so every process that maps this
+snapshot ranks by the same lists. The lists are part of the snapshot's identity: there is no
+IVF file a reader could pair with another snapshot's rows.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.format import open_memmap
+
+from mdsearch_ls.engine.index import ivf
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.index.manifest import Manifest
@@ -63,7 +71,7 @@ def leave(manifest: Manifest, table: Any) -> None:
         gen = manifest.generation
         ident = state(manifest, gen)
         chunks = manifest.counts()[1]
-        if current(manifest.path) == ident:
+        if current(manifest.path) == ident and _complete(manifest.path):
             return
         if table is not None and table.generation == gen:
             rows: Iterable[tuple[str, str, Any]] = (
@@ -76,9 +84,10 @@ def leave(manifest: Manifest, table: Any) -> None:
 
 
 def load(manifest_path: Path, ident: str) -> tuple[np.ndarray, tuple[np.ndarray, list[str]],
-                                                   np.ndarray] | None:
-    """``(ids, (path index, path names), matrix)`` mapped from the snapshot of this manifest
-    state, or None when there is none for it."""
+                                                   np.ndarray, ivf.Ivf | None] | None:
+    """``(ids, (path index, path names), matrix, lists)`` mapped from the snapshot of this
+    manifest state (``lists`` None below :data:`ivf.MIN_ROWS` rows), or None when there is none
+    for it or a file of it is cut."""
     try:
         head = json.loads(_json_path(manifest_path).read_text(encoding="utf-8"))
         if head.get("format") != FORMAT or head.get("identity") != ident:
@@ -88,15 +97,40 @@ def load(manifest_path: Path, ident: str) -> tuple[np.ndarray, tuple[np.ndarray,
         ids = np.load(folder / head["ids"], mmap_mode="r")
         rows = np.load(folder / head["rows"], mmap_mode="r")
         names = list(head["paths"])
+        lists = _lists(folder, head.get("ivf"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     n = int(head.get("n", -1))
     if not (0 <= n <= min(len(matrix), len(ids), len(rows))):
         return None
+    if lists is not None and (int(lists.offsets[-1]) != n
+                              or lists.centroids.shape[1:] != matrix.shape[1:]):
+        return None
     if n == 0:
-        return ids[:0], (rows[:0], names), np.zeros((0, 0), dtype=np.float32)
+        return ids[:0], (rows[:0], names), np.zeros((0, 0), dtype=np.float32), None
     # the files are sized by the chunk count; the rows written are the first n (a view)
-    return ids[:n], (rows[:n], names), matrix[:n]
+    return ids[:n], (rows[:n], names), matrix[:n], lists
+
+
+def _lists(folder: Path, spec: Any) -> ivf.Ivf | None:
+    if spec is None:
+        return None
+    centroids = np.load(folder / spec["centroids"])
+    offsets = np.asarray(spec["offsets"], dtype=np.int64)
+    if (centroids.ndim != 2 or len(offsets) != len(centroids) + 1 or offsets[0] != 0
+            or np.any(np.diff(offsets) < 0)):
+        raise ValueError("the IVF lists do not fit together")
+    return ivf.Ivf(centroids.astype(np.float32, copy=False), offsets, int(spec["nprobe"]))
+
+
+def _complete(manifest_path: Path) -> bool:
+    """Whether the snapshot on disk has the lists its size calls for (one left by a version
+    without them, or with a higher threshold, is written again)."""
+    try:
+        head = json.loads(_json_path(manifest_path).read_text(encoding="utf-8"))
+        return int(head.get("n", 0)) < ivf.MIN_ROWS or head.get("ivf") is not None
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def save(manifest_path: Path, ident: str, capacity: int,
@@ -129,8 +163,14 @@ def save(manifest_path: Path, ident: str, capacity: int,
         for arr in (matrix, ids, where):
             if arr is not None:
                 arr.flush()
+        lists = None
+        if matrix is not None and n >= ivf.MIN_ROWS:
+            assert ids is not None and where is not None
+            files, lists = _grouped(folder, stem, files, matrix, ids, where, n)
         del matrix, ids, where
         head = {"format": FORMAT, "identity": ident, "n": n, "paths": list(names), **files}
+        if lists is not None:
+            head["ivf"] = lists
         tmp = folder / f"{stem}.vectors-{token}.json.tmp"
         tmp.write_text(json.dumps(head), encoding="utf-8")
         os.replace(tmp, _json_path(manifest_path))
@@ -141,11 +181,43 @@ def save(manifest_path: Path, ident: str, capacity: int,
                 (folder / name).unlink()
         return False
     for old in (*folder.glob(f"{stem}.vectors-*.npy"), *folder.glob(f"{stem}.ids-*.npy"),
-                *folder.glob(f"{stem}.rows-*.npy")):
-        if old.name not in files.values():
+                *folder.glob(f"{stem}.rows-*.npy"), *folder.glob(f"{stem}.centroids-*.npy")):
+        if old.name not in {*files.values(), (lists or {}).get("centroids")}:
             with contextlib.suppress(OSError):
                 old.unlink()
     return True
+
+
+def _grouped(folder: Path, stem: str, files: dict[str, str], matrix: np.ndarray,
+             ids: np.ndarray, where: np.ndarray, n: int) -> tuple[dict[str, str], dict[str, Any]]:
+    """The rows just written, clustered and written again grouped by list (new files; the
+    first ones go), and the JSON's description of the lists. Memory stays at the sample and a
+    block of rows: the matrix is read and written through its mapping."""
+    nlist = ivf.list_count(n)
+    centroids = ivf.train(matrix[:n], nlist)
+    order, offsets = ivf.layout(ivf.assign(matrix[:n], centroids), nlist)
+    token = secrets.token_hex(6)
+    grouped = {"matrix": f"{stem}.vectors-{token}.npy", "ids": f"{stem}.ids-{token}.npy",
+               "rows": f"{stem}.rows-{token}.npy", "centroids": f"{stem}.centroids-{token}.npy"}
+    try:
+        for key, src in (("matrix", matrix), ("ids", ids), ("rows", where)):
+            out = open_memmap(folder / grouped[key], "w+", src.dtype, (n, *src.shape[1:]))
+            for start in range(0, n, ivf.BLOCK):
+                out[start:start + ivf.BLOCK] = src[order[start:start + ivf.BLOCK]]
+            out.flush()
+            del out
+        np.save(folder / grouped["centroids"], centroids)
+    except BaseException:
+        for name in grouped.values():
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
+        raise
+    for name in files.values():
+        with contextlib.suppress(OSError):
+            (folder / name).unlink()
+    spec = {"centroids": grouped.pop("centroids"), "offsets": offsets.tolist(),
+            "nprobe": ivf.probe_count(nlist)}
+    return grouped, spec
 
 
 def current(manifest_path: Path) -> str | None:

@@ -34,12 +34,12 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.index.vector_store import ChromaStore
     from mdsearch_ls.engine.search.vectors import VectorTable
 
-# Semantic search is exact (a matrix product over the vectors, held in memory per index
-# generation) up to this many chunks in the index: a few milliseconds at 10k chunks, no slower
-# than Chroma's graph (benchmarks/reader_bench.py), never missing a narrow filter's best
-# sections, and the same answer in every process: the CLI reading beside an editor's server, the
-# server itself and the MCP server rank alike. Above it (150 MB of vectors), Chroma: a
-# where-clause below BROAD_FILTER_SHARE of notes passing, an over-fetch above it.
+# Semantic search is exact (a matrix product over the vectors, in memory or mapped, per index
+# generation) below this many chunks: a few ms at 10k chunks, never missing a narrow filter's
+# best sections, the same answer in every process (the CLI beside an editor's server, the server,
+# the MCP server). From it (150 MB of vectors) every process maps the writer's snapshot and its
+# IVF lists (engine/index/ivf.py); a writer whose index changed since it left one asks Chroma
+# (a where-clause below BROAD_FILTER_SHARE of notes passing, an over-fetch above it).
 EXACT_MAX_CHUNKS = 100_000
 BROAD_FILTER_SHARE = 0.5
 
@@ -254,13 +254,10 @@ class Searcher:
                     leg = keyword_leg(self.manifest.keyword_search, *args)
                 else:
                     keyword_rows = self.manifest.keyword_search(*args)
-        semantic: list[tuple[str, float]] = []
         try:
-            if qvec is not None:
-                semantic = self._nearest(qvec.get(), pool, allowed, only)
-        finally:
-            if leg is not None:
-                keyword_rows = leg.result()
+            semantic = self._nearest(qvec.get(), pool, allowed, only) if qvec is not None else []
+        finally:  # (the keyword list is never left running past its search)
+            keyword_rows = leg.result() if leg is not None else keyword_rows
         full = len(semantic) >= pool or len(keyword_rows) >= pool
         cands = self._candidates(semantic, keyword_rows, allowed)
         if cands and qvec is not None:
@@ -307,8 +304,8 @@ class Searcher:
         allowed: set[str] | None,
         phrase_ids: set[str] | None,
     ) -> list[tuple[str, float]]:
-        """Semantic candidates: exact from the vector table, or from Chroma's graph in an index
-        too large to hold (see :data:`EXACT_MAX_CHUNKS`)."""
+        """Semantic candidates from the vector table (exact, or its snapshot's IVF lists), or
+        Chroma's for a large writer without a snapshot of its state (:data:`EXACT_MAX_CHUNKS`)."""
         table = self._vector_table()
         if table is not None:
             return table.nearest(qvec, pool, allowed, phrase_ids)
@@ -375,13 +372,16 @@ class Searcher:
             table = self._table
             if table is not None and table.generation == gen:
                 return table
-            if self.store is not None and self.manifest.counts()[1] > EXACT_MAX_CHUNKS:
-                return None
             from mdsearch_ls.engine.index import vector_snapshot
             from mdsearch_ls.engine.search.vectors import VectorTable
 
+            # A snapshot of this state (mapped, with IVF lists when large) serves the writer at
+            # any size too, so it ranks as the readers mapping the same files do.
             mapped = vector_snapshot.load(self.manifest.path,
                                           vector_snapshot.state(self.manifest, gen))
+            if (mapped is None and self.store is not None
+                    and self.manifest.counts()[1] >= EXACT_MAX_CHUNKS):
+                return None
             table = (VectorTable(gen, *mapped) if mapped is not None
                      else VectorTable(gen, *self.manifest.vector_table()))
             self._table = table

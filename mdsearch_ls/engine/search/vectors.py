@@ -1,5 +1,8 @@
-"""Exact nearest-neighbour search over a copy of an index's vectors: in memory, or mapped from the
+"""Nearest-neighbour search over a copy of an index's vectors: in memory, or mapped from the
 snapshot file the index's writer leaves (:mod:`~mdsearch_ls.engine.index.vector_snapshot`).
+Exact below :data:`~mdsearch_ls.engine.index.ivf.MIN_ROWS` rows; above it the snapshot carries
+IVF lists and a query reads the rows of its nearest lists only
+(:mod:`~mdsearch_ls.engine.index.ivf`; the choice and its recall in benchmarks/ann_bench.py).
 
 Chroma's HNSW graph answers unfiltered queries, but a filtered one there cost 20-30 ms (a
 ``where path $in [...]`` over thousands of paths) and an over-fetch could miss a narrow
@@ -18,19 +21,29 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.index.ivf import Ivf
+
+BLOCK = 32_768  # rows gathered at a time for a filtered exact product: a bounded copy
+GATHER_COST = 4  # a row gathered by index costs ~4x a row of a contiguous slice (ann_bench.py)
+
 
 class VectorTable:
-    """Every chunk vector of one index generation, for exact search over a filtered subset.
+    """Every chunk vector of one index generation, searched exactly or through IVF lists.
 
     ``ids`` are the chunk ids (a list of str, or a fixed-width bytes array mapped from a
-    snapshot); ``paths`` a list of each row's note, or ``(index per row, names)``."""
+    snapshot); ``paths`` a list of each row's note, or ``(index per row, names)``; ``lists``
+    the snapshot's IVF lists when it is large enough to have them."""
 
     def __init__(self, generation: int, ids: Sequence[str] | np.ndarray,
-                 paths: Sequence[str] | tuple[np.ndarray, list[str]], matrix: np.ndarray):
+                 paths: Sequence[str] | tuple[np.ndarray, list[str]], matrix: np.ndarray,
+                 lists: Ivf | None = None):
         self.generation = generation
+        self.lists = lists
         self._ids = ids
         if isinstance(paths, tuple):
             self._path_idx, self._path_names = paths
@@ -92,7 +105,7 @@ class VectorTable:
         ids: set[str] | None,
     ) -> list[tuple[str, float]]:
         """The ``k`` chunks closest to ``qvec`` among those of ``paths`` and in ``ids``; with
-        neither, among all (only a read-only searcher asks that: it has no Chroma)."""
+        neither, among all (a read-only searcher, and any searcher of a snapshot's state)."""
         if ids is None and paths is None:
             rows = None
         elif ids is None:
@@ -106,21 +119,84 @@ class VectorTable:
         if self.matrix.size == 0 or (rows is not None and rows.size == 0):
             return []
         q = np.asarray(qvec, dtype=np.float32)
-        # Never ``matrix[rows] @ q`` over most rows: the gather copies the matrix first (1.4x a
-        # plain product at 8k chunks, 5.9x at 100k). A product over every row, then the rows
-        # wanted, costs the same as the product alone; a narrow filter still gathers its few.
-        if rows is None:
-            sims = self.matrix @ q
+        if self.lists is not None and (rows is None or self._probe_beats_exact(rows.size)):
+            found, sims = self._probed(q, k, rows)
+        elif rows is None:
+            found, sims = None, self.matrix @ q
         elif rows.size * 4 >= self._size:
-            sims = (self.matrix @ q)[rows]
+            # Never ``matrix[rows] @ q`` over most rows: the gather copies the matrix first
+            # (1.4x a plain product at 8k chunks, 5.9x at 100k). A product over every row, then
+            # the rows wanted, costs the same as the product alone.
+            found, sims = rows, (self.matrix @ q)[rows]
         else:
-            sims = self.matrix[rows] @ q
+            found, sims = rows, self._gathered(rows, q)
         n = min(k, sims.size)
+        if n == 0:
+            return []
         top = np.argpartition(-sims, n - 1)[:n]
         top = top[np.argsort(-sims[top], kind="stable")]
-        if rows is None:
+        if found is None:
             return [(self.id_at(int(i)), float(sims[i])) for i in top]
-        return [(self.id_at(int(rows[i])), float(sims[i])) for i in top]
+        return [(self.id_at(int(found[i])), float(sims[i])) for i in top]
+
+    def _gathered(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """Cosines of a narrow filter's rows, gathered a block at a time (a bounded copy)."""
+        if rows.size <= BLOCK:
+            return self.matrix[rows] @ q
+        return np.concatenate([self.matrix[rows[i:i + BLOCK]] @ q
+                               for i in range(0, rows.size, BLOCK)])
+
+    def _probe_beats_exact(self, passing: int) -> bool:
+        """Whether a filter that ``passing`` rows pass is probed rather than searched exactly.
+
+        Exact over a filter's rows reads its share ``s`` of the matrix, gathered (a gathered
+        row cost about :data:`GATHER_COST` times a row of a list's slice, ann_bench.py);
+        probing reads ``nprobe / nlist`` of the rows divided by ``sqrt(s)`` (see
+        :meth:`_probed`). They cross where ``s ** 1.5 = nprobe / (GATHER_COST * nlist)``: 7% of
+        the rows at a million (1,000 lists), 16% at 100k. A narrower filter (a folder, a tag,
+        a phrase's chunks) is searched exactly, with every row it passes."""
+        assert self.lists is not None
+        share = passing / self._size
+        return share ** 1.5 > self.lists.nprobe / (GATHER_COST * self.lists.nlist)
+
+    def _probed(self, q: np.ndarray, k: int,
+                rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, cosines)`` read from the lists nearest ``q``: ``nprobe`` of them (divided by
+        the square root of a filter's share), then twice as many again while fewer than ``k``
+        rows pass, so a filter whose rows lie far from the query still gets its best ones. The
+        lists read do not depend on ``k`` unless the first ones cannot fill it: the order does
+        not either.
+
+        Measured at a million rows, 60 candidates, random filters of 5-60% of the notes:
+        ``nprobe`` unchanged gave recall@10 0.987-0.994 (15-20 ms), divided by the share
+        0.998-1.0 (23-213 ms), divided by its square root 0.995-0.999 (25-81 ms). The middle
+        keeps a margin for a filter that follows the topics (a folder), at a bounded cost."""
+        lists = self.lists
+        assert lists is not None
+        mask = None
+        nprobe = lists.nprobe
+        if rows is not None:
+            mask = np.zeros(self._size, dtype=bool)
+            mask[rows] = True
+            nprobe = int(np.ceil(nprobe * np.sqrt(self._size / rows.size)))
+        ranked = lists.ranked(q)
+        found: list[np.ndarray] = []
+        sims: list[np.ndarray] = []
+        taken, count = 0, 0
+        target = min(nprobe, lists.nlist)
+        while True:
+            r, s = lists.scores(self.matrix, q, np.sort(ranked[taken:target]))
+            if mask is not None:
+                keep = mask[r]
+                r, s = r[keep], s[keep]
+            found.append(r)
+            sims.append(s)
+            count += r.size
+            taken = target
+            if count >= k or taken >= lists.nlist:
+                break
+            target = min(lists.nlist, taken * 2)
+        return np.concatenate(found), np.concatenate(sims)
 
     def _rows_for(self, paths: set[str]) -> np.ndarray:
         with self._memo_lock:
