@@ -446,10 +446,15 @@ class Workspace(WriterOpen):
         }
 
     def rest(self) -> bool:
-        """Writer thread, idle: seal the vector store as a clean close does and release its
-        memory (Chroma's graph: 200 MB at 96k chunks); the next write opens it again."""
+        """Writer thread, idle: leave the vector snapshot of this state and search it mapped
+        (the readers' files; the in-memory table is dropped), seal the vector store as a clean
+        close does and release its memory (Chroma's graph: 200 MB at 96k chunks). The next
+        write opens the store again; True when it was released."""
+        if self.indexer is None:
+            return False
+        self.searcher.leave_snapshot(remap=True)
         store = self.store
-        if self.indexer is None or store is None or store.remote or store.released:
+        if store is None or store.remote or store.released:
             return False
         self._seal_and_close(release=True)
         return True

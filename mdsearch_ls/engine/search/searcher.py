@@ -208,8 +208,7 @@ class Searcher:
         after the pool's hits, which they neither displace nor widen."""
         depth = params.min_pool
         must, only = required if required is not None else ((), None)
-        qvec = (QueryVector(lambda: self.embedder.embed_query(text))
-                if mode in ("hybrid", "semantic") else None)
+        qvec = QueryVector(lambda: self.embedder.embed_query(text)) if mode != "keyword" else None
         cands, full = self._pool(text, depth, mode, allowed, must, only, qvec, params)
         if not cands:
             return []
@@ -387,11 +386,13 @@ class Searcher:
             self._table = table
             return table
 
-    def leave_snapshot(self) -> None:
-        """The writer, closing: leave this generation's vectors for the readers to map."""
+    def leave_snapshot(self, remap: bool = False) -> None:
+        """Leave this generation's vectors for readers to map (``remap``: map them here too)."""
         from mdsearch_ls.engine.index import vector_snapshot
 
         vector_snapshot.leave(self.manifest, self._table)
+        if remap and self._table is not None and not self._table.mapped:
+            self._table = None  # its own memory given back: the next search maps the files
 
     def _fill_cosines(self, cands: Iterable[Candidate], qvec: np.ndarray) -> None:
         import numpy as np

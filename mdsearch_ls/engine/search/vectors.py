@@ -59,6 +59,12 @@ class VectorTable:
         self._rows_memo: OrderedDict[int, tuple[set[str], np.ndarray]] = OrderedDict()
         self._memo_lock = threading.Lock()
 
+    @property
+    def mapped(self) -> bool:
+        """Whether the vectors are a snapshot's file pages (shared by every process) rather
+        than this process's own memory."""
+        return isinstance(self.matrix, np.memmap)
+
     def __len__(self) -> int:
         return self._size
 
