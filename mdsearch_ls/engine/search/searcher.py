@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.config import FUSIONS, MODES
-from mdsearch_ls.engine.search import keyword, phrases, ranking
+from mdsearch_ls.engine.search import centrality, keyword, phrases, ranking
 from mdsearch_ls.engine.search.hits import Hit, SearchResult
 from mdsearch_ls.engine.search.note_lookups import NoteLookups
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
@@ -257,6 +257,11 @@ class Searcher:
             # has no query vector and shows none (embedding the query just for that cost as
             # much as the whole keyword search).
             self._fill_cosines(cands, qvec)
+            if mode == "hybrid" and params.term_centrality != "off" and not ranking.looks_exact(
+                    text):  # exact terms are all evidence (see ranking.looks_exact)
+                centrality.apply(cands, text, qvec, self.manifest, self.embedder,
+                                 params.term_centrality, params.centrality_power,
+                                 params.centrality_cut, params.coverage_weight > 0)
         return cands, full
 
     def _order(
