@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.config import FUSIONS, MODES
-from mdsearch_ls.engine.search import centrality, keyword, phrases, ranking
+from mdsearch_ls.engine.search import centrality, hubs, keyword, phrases, ranking
 from mdsearch_ls.engine.search.hits import Hit, SearchResult
 from mdsearch_ls.engine.search.note_lookups import NoteLookups
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
@@ -288,8 +288,11 @@ class Searcher:
                 c.required_share = dropped.share(c.chunk.id)
             c.note_chunks = sizes.get(c.chunk.path, 1)
         named = self.named_notes(text, {c.chunk.path for c in cands}) if mode == "hybrid" else {}
-        return ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
-                            query=text, scale=scale)
+        ordered = ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
+                               query=text, scale=scale)
+        if mode == "hybrid" and params.hub_penalty > 0:
+            ordered = hubs.demote(ordered, self.manifest, params)
+        return ordered
 
     def _nearest(
         self,
