@@ -10,8 +10,9 @@ Why: choosing a ranking rule means trying a dozen settings on the tune halves; a
 setting loads the model and embeds every query again. Here the index is opened once, query
 vectors stay cached, and only ``RankingParams`` changes between variants. The labelled queries
 are filtered to ``--split`` (default tune, so the held-out half is never looked at while
-choosing; ``--split all`` for sets without one) and the link contexts to ``--fold`` (default
-tune). Figures: top-1/3/5 and MRR@k over distinct notes, hybrid mode, queries as typed.
+choosing; ``--split all`` for sets without one, ``--split none`` for the links alone) and the
+link contexts to ``--fold`` (default tune). Figures: top-1/3/5 and MRR@k over distinct notes,
+hybrid mode, queries as typed.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
               if line.strip()]
         if args.split != "all":
             qs = [q for q in qs if q.get("split") == args.split]
-        sets[f"labels/{args.split}"] = [(q["query"], set(q["relevant"]), None) for q in qs]
+        if qs:
+            sets[f"labels/{args.split}"] = [(q["query"], set(q["relevant"]), None) for q in qs]
     if not args.no_links:
         contexts, _ = derive(ws, 2)
         every = sorted(ws.manifest.all_paths())

@@ -112,6 +112,42 @@ def term_stats(manifest: Manifest, terms: Sequence[str], ids: Sequence[str],
     return n, df, held
 
 
+def term_bm25(manifest: Manifest, terms: Sequence[str], ids: Sequence[str],
+              weights: tuple[float, float]) -> dict[str, dict[str, float]]:
+    """Each term's own BM25 in each of ``ids`` that holds it: FTS5's bm25() of a one-term
+    query, with the column weights of the keyword search. An OR query's BM25 is the sum of its
+    phrases' parts, so these are exactly the parts of the score keyword_search gave."""
+    by_row = _rowids(manifest, ids) if ids else {}
+    marks = ",".join("?" * len(by_row))
+    out: dict[str, dict[str, float]] = {}
+    for t in terms:
+        match = '"' + t.replace('"', '""') + '"'
+        rows = manifest.read(
+            f"SELECT rowid, bm25(chunks_fts, ?, ?) FROM chunks_fts WHERE chunks_fts MATCH ? "
+            f"AND rowid IN ({marks})", (*weights, match, *by_row)) if by_row else []
+        out[t] = {by_row[int(r)]: -float(b) for r, b in rows}
+    return out
+
+
+def apply_exact(cands: Sequence[Candidate], text: str, qvec: np.ndarray, manifest: Manifest,
+                embedder: Any, how: str, power: float, title_weight: float) -> None:
+    """Each keyword candidate's BM25 re-summed with every word's part x its centrality (the
+    parts of adjacent-word pairs and identifiers x the mean centrality), as ``term_weight``."""
+    weights = centralities(text, qvec, embedder, how)
+    if len(weights) < 2:
+        return
+    hits = [c for c in cands if c.bm25]
+    if not hits:
+        return
+    parts = term_bm25(manifest, list(weights), [c.chunk.id for c in hits], (title_weight, 1.0))
+    mean = sum(w ** power for w in weights.values()) / len(weights)
+    for c in hits:
+        own = {t: parts[t].get(c.chunk.id, 0.0) for t in weights}
+        rest = max(0.0, (c.bm25 or 0.0) - sum(own.values()))
+        weighted = sum(weights[t] ** power * b for t, b in own.items()) + rest * mean
+        c.term_weight = weighted / c.bm25 if c.bm25 else 1.0
+
+
 def apply(cands: Sequence[Candidate], text: str, qvec: np.ndarray, manifest: Manifest,
           embedder: Any, how: str, power: float = 1.0, cut: float = 0.0,
           coverage: bool = False) -> None:

@@ -90,6 +90,9 @@ class RankingParams:
     each word), "word" (each word's own vector against the query's) or "off"."""
     centrality_power: float = 1.0
     """A word's centrality (1.0 for the most central) is raised to this power."""
+    centrality_exact: bool = False
+    """Weight each word's own part of the BM25 (FTS5's bm25 of that word alone) by its
+    centrality, instead of the IDF-weighted mean of the matched words' centralities."""
     centrality_cut: float = 0.0
     """When above 0, a word whose centrality is below this counts 0 and every other word 1
     (the words the model calls incidental are dropped from the keyword evidence)."""

@@ -259,9 +259,14 @@ class Searcher:
             self._fill_cosines(cands, qvec)
             if mode == "hybrid" and params.term_centrality != "off" and not ranking.looks_exact(
                     text):  # exact terms are all evidence (see ranking.looks_exact)
-                centrality.apply(cands, text, qvec, self.manifest, self.embedder,
-                                 params.term_centrality, params.centrality_power,
-                                 params.centrality_cut, params.coverage_weight > 0)
+                if params.centrality_exact:
+                    centrality.apply_exact(cands, text, qvec, self.manifest, self.embedder,
+                                           params.term_centrality, params.centrality_power,
+                                           params.title_column_weight)
+                else:
+                    centrality.apply(cands, text, qvec, self.manifest, self.embedder,
+                                     params.term_centrality, params.centrality_power,
+                                     params.centrality_cut, params.coverage_weight > 0)
         return cands, full
 
     def _order(
