@@ -84,41 +84,6 @@ class RankingParams:
     first 5 of k=5 and k=50 differed on 123 of 184 obsidian-help queries). 60 is the pool that
     k=10 had before, so the figures measured at k=10 keep their meaning."""
     pool_per_hit: int = 6
-    term_centrality: str = "off"
-    """Scale each keyword candidate's BM25 by how central the query words it matched are to
-    the query's meaning (see engine/search/centrality.py): "loo" (the query embedded without
-    each word), "word" (each word's own vector against the query's) or "off"."""
-    centrality_power: float = 1.0
-    """A word's centrality (1.0 for the most central) is raised to this power."""
-    centrality_exact: bool = False
-    """Weight each word's own part of the BM25 (FTS5's bm25 of that word alone) by its
-    centrality, instead of the IDF-weighted mean of the matched words' centralities."""
-    centrality_cut: float = 0.0
-    """When above 0, a word whose centrality is below this counts 0 and every other word 1
-    (the words the model calls incidental are dropped from the keyword evidence)."""
-    centrality_rescale: bool = True
-    coverage_weight: float = 0.0
-    """When above 0, the centrality weights (``term_centrality``) do not scale BM25; instead
-    convex fusion adds this x the share of the query's IDF x centrality mass a section holds."""
-    scale_over: str = "all"
-    """Which candidates' cosines set the min-max range: "all" (both lists') or "semantic"
-    (the semantic list's alone; a keyword-only candidate below its lowest scores 0, or below
-    0 with ``clamp_dense`` False)."""
-    clamp_dense: bool = True
-    far_rank: int = 0
-    """When above 0 (questions only), a candidate the semantic list ranks below this, or not
-    at all, keeps ``far_factor`` of its BM25 share: keyword evidence alone lifted the wrong
-    note in 16 of 19 such first hits on the tune sets."""
-    far_factor: float = 1.0
-    hub_penalty: float = 0.0
-    """What an overview page (``hub_min_links`` or more notes linked) among the first
-    ``hub_window`` notes loses when it links to another of them (engine/search/hubs.py)."""
-    hub_min_links: int = 10
-    hub_window: int = 5
-    sparse_gate: float = 0.0
-    """When above 0 (questions only), a candidate's BM25 share counts in proportion to its
-    scaled cosine up to this value: keyword evidence counts where the meaning agrees."""
-    """Whether convex fusion scales BM25 by the best weighted BM25 (True) or the best raw."""
     """When the ranked pool holds fewer than k hits (k beyond about ``min_pool / 2`` with one
     hit per note), a deeper pool of k x this per list is fetched and its other candidates are
     ranked, on the first pool's scale, after the first pool's hits."""
@@ -136,9 +101,6 @@ class RankingParams:
             raise ValueError("rrf_k must be >= 0, min_pool and pool_per_hit >= 1")
         if self.long_note_penalty < 0 or self.long_note_free_chunks < 1:
             raise ValueError("long_note_penalty must be >= 0, long_note_free_chunks >= 1")
-        if self.term_centrality not in ("off", "loo", "word", "flat"):
-            raise ValueError(f"term_centrality: expected off, loo or word, got "
-                             f"{self.term_centrality!r}")
         if self.title_column_weight <= 0:
             raise ValueError("title_column_weight must be > 0")
 
@@ -175,15 +137,6 @@ class Candidate:
     they were dropped: the chunks holding more of them rank first."""
     note_chunks: int = 1
     """How many chunks the candidate's note has (for the long-note penalty)."""
-    term_weight: float = 1.0
-    coverage: float = 0.0
-    """The share of the query's meaning (IDF x centrality of its words) the chunk holds."""
-    """What share of its BM25 counts: the centrality of the query words it matched."""
-
-    @property
-    def sparse(self) -> float:
-        """The BM25 that counts in fusion."""
-        return (self.bm25 or 0.0) * self.term_weight
 
 
 def boilerplate_weight(n_files: int) -> float:
@@ -231,12 +184,10 @@ class Scale:
 
 def convex_scale(cands: Sequence[Candidate], params: RankingParams) -> Scale:
     """The min-max cosine range (never narrower than ``convex_min_span``) and the best BM25."""
-    cos = [c.cosine for c in cands if c.cosine is not None
-           and (params.scale_over == "all" or c.semantic_rank is not None)]
+    cos = [c.cosine for c in cands if c.cosine is not None]
     lo, hi = (min(cos), max(cos)) if cos else (0.0, 1.0)
     lo = min(lo, hi - params.convex_min_span)
-    best = max(((c.sparse if params.centrality_rescale else c.bm25 or 0.0) for c in cands),
-               default=0.0) or 1.0
+    best = max((c.bm25 or 0.0 for c in cands), default=0.0) or 1.0
     return Scale(lo, hi, best)
 
 
@@ -252,16 +203,8 @@ def convex(cands: Sequence[Candidate], params: RankingParams, *, exact: bool = F
     out = []
     for c in cands:
         dense = ((c.cosine or lo) - lo) / (hi - lo) if hi > lo else 0.0
-        if params.scale_over == "semantic" and params.clamp_dense:
-            dense = max(dense, 0.0)
-        sparse = c.sparse / best
-        if params.far_rank > 0 and not exact and (
-                c.semantic_rank is None or c.semantic_rank > params.far_rank):
-            sparse *= params.far_factor
-        if params.sparse_gate > 0 and not exact:
-            sparse *= min(1.0, dense / params.sparse_gate)
-        extra = params.coverage_weight * c.coverage if not exact else 0.0
-        out.append(alpha * dense + (1.0 - alpha) * sparse + extra)
+        sparse = (c.bm25 or 0.0) / best
+        out.append(alpha * dense + (1.0 - alpha) * sparse)
     return out
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.config import FUSIONS, MODES
-from mdsearch_ls.engine.search import centrality, hubs, keyword, phrases, ranking
+from mdsearch_ls.engine.search import keyword, phrases, ranking
 from mdsearch_ls.engine.search.hits import Hit, SearchResult
 from mdsearch_ls.engine.search.note_lookups import NoteLookups
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
@@ -257,16 +257,6 @@ class Searcher:
             # has no query vector and shows none (embedding the query just for that cost as
             # much as the whole keyword search).
             self._fill_cosines(cands, qvec)
-            if mode == "hybrid" and params.term_centrality != "off" and not ranking.looks_exact(
-                    text):  # exact terms are all evidence (see ranking.looks_exact)
-                if params.centrality_exact:
-                    centrality.apply_exact(cands, text, qvec, self.manifest, self.embedder,
-                                           params.term_centrality, params.centrality_power,
-                                           params.title_column_weight)
-                else:
-                    centrality.apply(cands, text, qvec, self.manifest, self.embedder,
-                                     params.term_centrality, params.centrality_power,
-                                     params.centrality_cut, params.coverage_weight > 0)
         return cands, full
 
     def _order(
@@ -293,11 +283,8 @@ class Searcher:
                 c.required_share = dropped.share(c.chunk.id)
             c.note_chunks = sizes.get(c.chunk.path, 1)
         named = self.named_notes(text, {c.chunk.path for c in cands}) if mode == "hybrid" else {}
-        ordered = ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
-                               query=text, scale=scale)
-        if mode == "hybrid" and params.hub_penalty > 0:
-            ordered = hubs.demote(ordered, self.manifest, params)
-        return ordered
+        return ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
+                            query=text, scale=scale)
 
     def _nearest(
         self,
