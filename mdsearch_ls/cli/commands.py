@@ -37,6 +37,11 @@ def cmd_index(args: argparse.Namespace) -> int:
         root = Path(args.root)
     _confirm_first_index(args, root, settings)
     session = _Session(args, settings)
+    done = None if args.rebuild else session.nothing_to_index(root)
+    if done is not None:
+        if not args.quiet:
+            print(f"indexed {Path(root).resolve()}: {done.summary()} (nothing had changed)")
+        return EXIT_OK
     with session.open(root, "write") as ws:
         report, code = session.update(ws, rebuild=args.rebuild)
         if code:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,33 @@ class _Session:
         if ws.switched:
             _note(self.args, ws.switched)
         return ws
+
+    def nothing_to_index(self, root: Path) -> Any | None:
+        """The report of an index run that would change nothing, made from a read-only look
+        (``Workspace.up_to_date``), or None when there is something to do: a no-op ``index``
+        then takes no writer lock and imports no Chroma (a second of a 96k-chunk run)."""
+        from mdsearch_ls.engine.api import (
+            IndexOpenError,
+            IndexReport,
+            NotIndexedError,
+            Workspace,
+            has_index,
+        )
+
+        t0 = time.perf_counter()
+        self.settings = with_remembered_formats(self.args, self.settings, root)
+        if not has_index(root, self.settings):
+            return None
+        try:
+            with Workspace.open(root, self.settings, "read", embedder=self.embedder) as ws:
+                if not ws.up_to_date():
+                    return None
+                status = ws.status()
+        except (IndexOpenError, NotIndexedError):  # damage: the writer's open heals it
+            return None
+        files, chunks = int(status["files"]), int(status["chunks"])
+        return IndexReport(files_total=files, files_unchanged=files, chunks_total=chunks,
+                           seconds=time.perf_counter() - t0)
 
     def update(self, ws: Any, *, rebuild: bool = False, first: bool = False) -> tuple[Any, int]:
         """Bring the index up to date with a truthful progress line; ``(report, exit code)``,

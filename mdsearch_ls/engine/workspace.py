@@ -381,6 +381,14 @@ class Workspace(WriterOpen):
         changed = self.changed_notes()
         return 1 if changed is None else len(changed)
 
+    def up_to_date(self) -> bool:
+        """Whether an index run would find nothing to do (notes, index and local vector store as
+        they were), asked read-only: the CLI's `index` then needs no lock and no Chroma."""
+        from mdsearch_ls.engine.index.freshness import store_sealed
+
+        return (not self.settings.chroma_url and self.index_state().state == "ready"
+                and self.changed_notes() == [] and store_sealed(self.manifest, self._chroma_dir))
+
     def changed_notes(self) -> list[str] | None:
         """The notes an update would read or drop (see :func:`freshness.changed_notes`); a
         writer can then :meth:`update` just these. None: only :meth:`index` will do."""

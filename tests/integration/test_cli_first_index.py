@@ -93,3 +93,7 @@ def test_a_search_after_edits_updates_just_the_changed_notes(tmp_path: Path) -> 
     assert "3 files" in res.stdout and "0 indexed, 0 removed" in res.stdout
     # the search left Chroma behind (DeferredStore); this catches it up, which is no repair
     assert "repair" not in res.stdout + res.stderr
+    assert "nothing had changed" not in res.stdout
+    # and now an index run has nothing to do: answered read-only, without Chroma
+    res = run_cli("index", str(notes), cache=cache)
+    assert res.returncode == 0 and "(nothing had changed)" in res.stdout, res.stderr

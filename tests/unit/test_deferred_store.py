@@ -119,6 +119,8 @@ def test_a_clean_close_lets_the_next_open_trust_chroma_without_reading_its_graph
     with _open(root, index) as ws:
         assert ws.repaired == 0 and asked == []
         assert ws.hits("oaks grow slowly", 1)[0].path == "trees.md"
+        report = ws.index()  # `mdsearch index` with nothing to do: its own reconcile too
+        assert (report.files_indexed, report.repaired, asked) == (0, 0, [])
     with _open(root, index) as ws:  # a close that wrote nothing keeps it so
         assert asked == []
         write_note(root, "moss.md", "# Moss\n\nmoss likes shade\n")

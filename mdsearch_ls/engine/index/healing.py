@@ -176,7 +176,7 @@ class WriterOpen:
                 index_dir=self.index_dir,
             )
             if self._untouched_since_sealed(fingerprint):
-                self.repaired, problem = 0, None
+                self.repaired, problem, self.indexer.trusted = 0, None, True
             else:
                 # The manifest is the truth: repair what a crash between the Chroma write and
                 # the manifest write left, before anything reads (``--no-update``, status).

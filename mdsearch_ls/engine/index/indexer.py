@@ -47,7 +47,13 @@ from mdsearch_ls.engine.index.identity import (
 )
 from mdsearch_ls.engine.index.layout import FORMATS_META
 from mdsearch_ls.engine.index.manifest import Manifest
-from mdsearch_ls.engine.index.vector_store import ChromaStore, chunk_metadata
+from mdsearch_ls.engine.index.vector_store import (
+    DEFERRED,
+    STORE_CLEAN,
+    ChromaStore,
+    DeferredStore,
+    chunk_metadata,
+)
 from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
 from mdsearch_ls.engine.notes import files as sources
 
@@ -57,25 +63,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-STORE_CLEAN = "store_clean"
-DEFERRED = "deferred"  # what STORE_CLEAN holds after a writer that left Chroma behind
-"""Manifest meta: the generation at which the writer last closed Chroma cleanly ("" while a
-writer may have written Chroma past the manifest)."""
 
 
 class Indexer:
     """Writes one index. Not thread-safe by design: the owner runs it on one thread."""
 
-    def __init__(
-        self,
-        root: Path,
-        settings: Settings,
-        manifest: Manifest,
-        store: ChromaStore,
-        embedder: object,
-        *,
-        index_dir: Path | None = None,
-    ) -> None:
+    def __init__(self, root: Path, settings: Settings, manifest: Manifest,
+                 store: ChromaStore | DeferredStore, embedder: object, *,
+                 index_dir: Path | None = None) -> None:
         self.root = root
         self.settings = settings
         self.manifest = manifest
@@ -88,6 +83,9 @@ class Indexer:
         self.index_dir = index_dir
         self._store_dirty = False  # the manifest's clean marker was cleared by this writer
         self._settled = True  # every Chroma write so far was followed by its manifest write
+        self.trusted = False
+        """Set by an open that found Chroma as the last clean close left it: no reconcile is
+        needed until this writer writes (a count alone reads Chroma's whole graph)."""
 
     # ---- repair -----------------------------------------------------------------------------
 
@@ -97,6 +95,7 @@ class Indexer:
         clean-close token are cleared (the collection's matters when it lives on a server that
         another copy of the manifest could meet)."""
         self._settled = False
+        self.trusted = False
         if not self._store_dirty:
             self.manifest.set_meta(STORE_CLEAN, self.store.clears_to)
             self.store.set_marker("")
@@ -140,7 +139,7 @@ class Indexer:
         disagrees): its cost then is the index's size, otherwise two counts."""
         import numpy as np
 
-        if not self._store_dirty and self._store_known_clean():
+        if self.trusted or (not self._store_dirty and self._store_known_clean()):
             return 0
         # Left behind on purpose (DeferredStore) is no damage: caught up quietly, not counted.
         planned = self.manifest.get_meta(STORE_CLEAN) == DEFERRED

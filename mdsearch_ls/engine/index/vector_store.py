@@ -72,6 +72,10 @@ ID_PAGE = 200_000
 MARKER_KEY = "mdsearch_clean"
 """Collection metadata: the token of the writer's last clean close, also kept in the manifest;
 the two agree only when no write reached the collection since (see ``Indexer``)."""
+STORE_CLEAN = "store_clean"
+"""Manifest meta: the generation at which the writer last closed Chroma cleanly ("" while a
+writer may have written Chroma past the manifest)."""
+DEFERRED = "deferred"  # what STORE_CLEAN holds after a writer that left Chroma behind
 STORE_FILES = "store_files"
 """Manifest meta: :func:`folder_fingerprint` of Chroma's folder at the last clean close."""
 BEHIND = "chroma_behind"
