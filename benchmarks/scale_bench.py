@@ -3,6 +3,7 @@ and the vector layer alone at 100k and 1M.
 
     python benchmarks/scale_bench.py [--work DIR] [--copies 12] [--rounds 5] [--queries 40]
                                      [--synthetic 100000,1000000] [--skip-server] [--out FILE]
+                                     [--parts processes,resident,in_process,server,vectors]
 
 **The vaults** (built once under ``--work``, default ``/tmp/mdsearch-scale``, and reused): ``v8``
 is tldr (``../shared/corpora/tldr/pages``, 7,425 notes, about 8k chunks) as ``v8/c01``; ``v96``
@@ -16,8 +17,9 @@ model. Both indexes are made by the real ``mdsearch index``, with the real model
 **Whole processes**, as a person starts them, from the vault's folder, the two vaults in turn
 round by round (``--rounds``): ``mdsearch search QUERY`` (hybrid, default k 10), ``--mode
 keyword``, ``mdsearch status``, and a search right after a note was saved (a line appended to
-one note of the copy first: the write path), then ``mdsearch index`` with nothing left to do
-(the no-op index of issue 26). Per command: median wall, median CPU (user+sys of
+one note of the copy first: the write path, which leaves Chroma behind), ``mdsearch index``
+right after it (it catches Chroma up) and once more, with nothing left to do (the no-op index
+of issue 26). Per command: median wall, median CPU (user+sys of
 the process and its children) and median peak RSS (``wait4``), and the ratio of the 96k median
 to the 8k median. The queries are nl2bash queries (``../shared/eval/nl2bash-tldr.jsonl``),
 exactly as typed, a different one each round.
@@ -175,7 +177,10 @@ def processes(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[str
                 fh.write(f"\n- Round {r}: list what an archive holds:\n\n`tar tf path/to/x.tar`\n")
             runs.setdefault("search-after-save", {}).setdefault(name, []).append(
                 timed([*MDSEARCH, "search", q], env, vault))
-            # the index is up to date now: an index run that finds nothing to do
+            # that search wrote its note without Chroma: the next index run catches it up;
+            # the one after it finds nothing to do
+            runs.setdefault("index-after-that", {}).setdefault(name, []).append(
+                timed([*MDSEARCH, "index", "-q"], env, vault))
             runs.setdefault("index-no-op", {}).setdefault(name, []).append(
                 timed([*MDSEARCH, "index", "-q"], env, vault))
             print(f"round {r + 1} {name}: " + ", ".join(
@@ -305,35 +310,44 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--synthetic", default="100000,1000000")
     ap.add_argument("--skip-server", action="store_true")
+    ap.add_argument("--parts", default="processes,resident,in_process,server,vectors",
+                    help="what to measure; the other parts of an existing --out are kept")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
     args = ap.parse_args(argv)
     work = args.work.resolve()
     env = {**os.environ, "MDSEARCH_CACHE_DIR": str(work / "cache")}
     os.environ["MDSEARCH_CACHE_DIR"] = env["MDSEARCH_CACHE_DIR"]
     qs = queries()
-    result: dict[str, Any] = {"machine": {"cpus": os.cpu_count(),
-                                          "python": platform.python_version(),
-                                          "load_at_start": os.getloadavg()[0]},
-                              "k": 10, "rounds": args.rounds}
+    parts = set(args.parts.split(","))
+    kept = (json.loads(args.out.read_text(encoding="utf-8"))
+            if parts != {"processes", "resident", "in_process", "server", "vectors"}
+            and args.out.exists() else {})
+    result: dict[str, Any] = {**kept, "machine": {"cpus": os.cpu_count(),
+                                                  "python": platform.python_version(),
+                                                  "load_at_start": os.getloadavg()[0]},
+                              "k": 10, "rounds": args.rounds, "parts": sorted(parts)}
     result["build"] = build(work, args.copies, env)
     vaults = {"v8": work / "v8", "v96": work / "v96"}
     result["vaults"] = {name: counts(v) for name, v in vaults.items()}
     print(json.dumps(result["vaults"]), file=sys.stderr)
-    result["processes"] = processes(vaults, qs[: args.rounds], args.rounds, env)
-    result["search_through_a_server"] = resident(vaults, qs[50: 50 + args.rounds],
-                                                 args.rounds, env)
-    result["in_process"] = {name: in_process(v, qs[100: 100 + args.queries])
-                            for name, v in vaults.items()}
-    if not args.skip_server:
+    if "processes" in parts:
+        result["processes"] = processes(vaults, qs[: args.rounds], args.rounds, env)
+    if "resident" in parts:
+        result["search_through_a_server"] = resident(vaults, qs[50: 50 + args.rounds],
+                                                     args.rounds, env)
+    if "in_process" in parts:
+        result["in_process"] = {name: in_process(v, qs[100: 100 + args.queries])
+                                for name, v in vaults.items()}
+    if "server" in parts and not args.skip_server:
         result["server"] = {name: server_round(v, env, "tar", rest_s=REST_AFTER_S + 30)
                             for name, v in vaults.items()}
     sizes = [int(x) for x in args.synthetic.split(",") if x]
-    if sizes:
+    if "vectors" in parts and sizes:
         result["vectors"] = synthetic(vaults["v8"], sizes, qs[200: 200 + args.queries])
     result["load_at_end"] = os.getloadavg()[0]
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps({k: result[k] for k in ("processes", "search_through_a_server",
-                                             "in_process")}, indent=1))
+    print(json.dumps({k: result.get(k) for k in ("processes", "search_through_a_server",
+                                                 "in_process")}, indent=1))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
