@@ -44,15 +44,18 @@ def chunk_metadata(loc: Location, file: FileRecord | None) -> dict[str, str | in
 
 def folder_fingerprint(path: Path) -> str:
     """Every file of a local Chroma folder by name, size and mtime, hashed ("" when there is
-    none): equal only while nothing has written to the folder (Chroma's own open writes its
-    SQLite file, so this is taken before the client opens, and recorded after it closes)."""
+    none): equal only while nothing has written to the folder. Chroma's own open touches its
+    SQLite file without changing it, so that file counts by size alone (damage to it fails
+    the open itself, and a write through the writer clears the clean-close token first); this
+    is taken before the client opens, and recorded after it closes."""
     files = []
     for d, _, names in os.walk(path):
         for name in names:
             with contextlib.suppress(OSError):
                 st = os.stat(os.path.join(d, name))
+                stamp = "" if name.startswith("chroma.sqlite3") else st.st_mtime_ns
                 files.append(f"{os.path.relpath(os.path.join(d, name), path)}:{st.st_size}:"
-                             f"{st.st_mtime_ns}")
+                             f"{stamp}")
     return hashlib.sha1("\n".join(sorted(files)).encode()).hexdigest() if files else ""
 
 
