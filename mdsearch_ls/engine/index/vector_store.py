@@ -44,18 +44,24 @@ def chunk_metadata(loc: Location, file: FileRecord | None) -> dict[str, str | in
 
 def folder_fingerprint(path: Path) -> str:
     """Every file of a local Chroma folder by name, size and mtime, hashed ("" when there is
-    none): equal only while nothing has written to the folder. Chroma's own open touches its
-    SQLite file without changing it, so that file counts by size alone (damage to it fails
-    the open itself, and a write through the writer clears the clean-close token first); this
+    none): equal only while nothing has written to the folder. Chroma's own open runs a write
+    transaction on its SQLite file that changes nothing but the file's mtime and the change
+    counter in its header (measured), so that file counts by its size and its first page with
+    the counter left out (a write through the writer clears the clean-close token first). This
     is taken before the client opens, and recorded after it closes."""
     files = []
     for d, _, names in os.walk(path):
         for name in names:
+            full = os.path.join(d, name)
             with contextlib.suppress(OSError):
-                st = os.stat(os.path.join(d, name))
-                stamp = "" if name.startswith("chroma.sqlite3") else st.st_mtime_ns
-                files.append(f"{os.path.relpath(os.path.join(d, name), path)}:{st.st_size}:"
-                             f"{stamp}")
+                st = os.stat(full)
+                stamp: object = st.st_mtime_ns
+                if name == "chroma.sqlite3":
+                    with open(full, "rb") as f:
+                        head = bytearray(f.read(4096))
+                    head[24:28] = head[92:96] = b"\0\0\0\0"  # change counter, its copy
+                    stamp = hashlib.sha1(head).hexdigest()
+                files.append(f"{os.path.relpath(full, path)}:{st.st_size}:{stamp}")
     return hashlib.sha1("\n".join(sorted(files)).encode()).hexdigest() if files else ""
 
 
