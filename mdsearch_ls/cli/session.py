@@ -120,10 +120,9 @@ class _Session:
                 ws.close()
         # A few saved notes are written without Chroma (its import and graph cost more than
         # the rest of the search); the next writer that opens it catches it up.
-        few = bool(self.changed) and len(self.changed or ()) <= TARGETED_MAX
         try:
             ws = Workspace.open(root, self.settings, mode,  # type: ignore[arg-type]
-                                embedder=self.embedder, defer_vectors=few)
+                                embedder=self.embedder, defer_vectors=self._few_changed())
         except VectorServerError as exc:
             # A search need not update first: the index as it is needs no Chroma at all.
             if mode != "read-if-locked" or not has_index(root, self.settings):
@@ -165,6 +164,11 @@ class _Session:
         return IndexReport(files_total=files, files_unchanged=files, chunks_total=chunks,
                            seconds=time.perf_counter() - t0)
 
+    def _few_changed(self) -> bool:
+        """Whether the read-only look found a few changed notes: updated one by one, and
+        without Chroma."""
+        return bool(self.changed) and len(self.changed or ()) <= TARGETED_MAX
+
     def update(self, ws: Any, *, rebuild: bool = False, first: bool = False) -> tuple[Any, int]:
         """Bring the index up to date with a truthful progress line; ``(report, exit code)``,
         the code non-zero when a signal stopped the run (what was committed is said)."""
@@ -172,12 +176,12 @@ class _Session:
         if first:
             _note(args, f"{ws.root} is not indexed yet: indexing it first (once; later runs "
                   f"only read changed notes)")
-        changed, self.changed = self.changed, None
         # The notes the read-only look found changed are all an update reads, unless the
         # writer's open found more to do (it healed damage or switched models) or there are
         # too many to go without a progress line.
-        targeted = (changed and not rebuild and not first and len(changed) <= TARGETED_MAX
+        targeted = (self._few_changed() and not rebuild and not first
                     and not ws.healed and not ws.switched and not ws.repaired)
+        changed, self.changed = self.changed or [], None
         self.progress.phase(f"scanning {_shown(ws.root)}…")
         report = None
         with _Signals(self.progress) as signals:

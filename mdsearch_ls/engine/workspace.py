@@ -384,10 +384,10 @@ class Workspace(WriterOpen):
     def up_to_date(self) -> bool:
         """Whether an index run would find nothing to do (notes, index and local vector store as
         they were), asked read-only: the CLI's `index` then needs no lock and no Chroma."""
-        from mdsearch_ls.engine.index.freshness import store_sealed
-
-        return (not self.settings.chroma_url and self.index_state().state == "ready"
-                and self.changed_notes() == [] and store_sealed(self.manifest, self._chroma_dir))
+        from mdsearch_ls.engine.index.vector_store import folder_fingerprint, sealed_as
+        sealed = sealed_as(self.manifest, folder_fingerprint(self._chroma_dir))
+        return (not self.settings.chroma_url and sealed
+                and self.index_state().state == "ready" and self.changed_notes() == [])
 
     def changed_notes(self) -> list[str] | None:
         """The notes an update would read or drop (see :func:`freshness.changed_notes`); a

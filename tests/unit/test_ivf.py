@@ -191,26 +191,27 @@ def test_the_real_model_ranks_alike_through_the_lists(
         len(e) for e in exact)
 
 
+def _writer(root: Path, index: Path) -> Workspace:
+    return Workspace.open(root, Settings(), "write", embedder=FakeEmbedder(),  # type: ignore[arg-type]
+                          index_dir=index)
+
+
 def test_a_snapshot_left_without_lists_gets_them(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A snapshot from a version (or threshold) without lists is written again by the next
     writer that closes, though the state it copies has not changed."""
     root, index = copy_vault(tmp_path / "vault"), tmp_path / "index"
 
-    def writer() -> Workspace:
-        return Workspace.open(root, Settings(), "write",
-                              embedder=FakeEmbedder(), index_dir=index)  # type: ignore[arg-type]
-
-    with writer() as ws:
+    with _writer(root, index) as ws:
         ws.index()
     head_path = next(index.glob("*.vectors.json"))
     assert "ivf" not in json.loads(head_path.read_text())
     monkeypatch.setattr(ivf, "MIN_ROWS", 10)
-    with writer():
+    with _writer(root, index):
         pass
     head = json.loads(head_path.read_text())
     assert "ivf" in head and (index / head["ivf"]["centroids"]).exists()
-    with writer():
+    with _writer(root, index):
         pass
     assert json.loads(head_path.read_text()) == head  # complete: not written again
 
@@ -236,14 +237,10 @@ def test_a_large_writer_maps_the_snapshot_of_its_state_else_asks_chroma(
     monkeypatch.setattr(ivf, "MIN_ROWS", 10)
     root, index = copy_vault(tmp_path / "vault"), tmp_path / "index"
 
-    def writer() -> Workspace:
-        return Workspace.open(root, Settings(), "write",
-                              embedder=FakeEmbedder(), index_dir=index)  # type: ignore[arg-type]
-
-    with writer() as ws:
+    with _writer(root, index) as ws:
         ws.index()
     monkeypatch.setattr(searcher_mod, "EXACT_MAX_CHUNKS", 0)
-    with writer() as ws:
+    with _writer(root, index) as ws:
         table = ws.searcher._vector_table()
         assert table is not None and table.lists is not None
         assert isinstance(table.matrix, np.memmap)

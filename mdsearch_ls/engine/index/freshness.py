@@ -53,22 +53,3 @@ def pending_changes(root: Path, settings: Settings, manifest: Manifest,
     index of an older format counts as one change: only a write open converts it."""
     changed = changed_notes(root, settings, manifest, index_dir)
     return 1 if changed is None else len(changed)
-
-
-def store_sealed(manifest: Manifest, chroma_dir: Path) -> bool:
-    """Whether the local vector store is as the last clean close left it, known from the
-    manifest and the folder's stats alone (no Chroma import): the clean-close token of this
-    generation, no notes left behind by a deferred writer, and the folder's fingerprint as it
-    was recorded after that close (see ``WriterOpen._untouched_since_sealed``)."""
-    from mdsearch_ls.engine.index.vector_store import (
-        BEHIND,
-        STORE_CLEAN,
-        STORE_FILES,
-        folder_fingerprint,
-    )
-
-    clean = manifest.get_meta(STORE_CLEAN) or ""
-    recorded = manifest.get_meta(STORE_FILES)
-    return (clean.split(" ")[0] == str(manifest.generation) and not manifest.get_meta(BEHIND)
-            and bool(recorded) and folder_fingerprint(chroma_dir) == recorded)
-

@@ -37,6 +37,7 @@ from mdsearch_ls.engine.index.vector_store import (
     StoreError,
     chunk_metadata,
     folder_fingerprint,
+    sealed_as,
     short_error,
 )
 
@@ -225,11 +226,8 @@ class WriterOpen:
         """Chroma's folder is as the last clean close left it, and the tokens agree: what the
         count and the probe would check, known without reading the graph."""
         assert self.store is not None
-        clean = self.manifest.get_meta(STORE_CLEAN)
-        return (not self.store.remote and bool(fingerprint) and bool(clean)
-                and fingerprint == self.manifest.get_meta(STORE_FILES)
-                and clean.split()[0] == str(self.manifest.generation)
-                and self.store.marker() == clean)
+        return (not self.store.remote and sealed_as(self.manifest, fingerprint)
+                and self.store.marker() == self.manifest.get_meta(STORE_CLEAN))
 
     def _note_behind(self, paths: set[str]) -> None:
         """A :class:`DeferredStore` wrote these notes without Chroma: list them for the next

@@ -65,6 +65,16 @@ def folder_fingerprint(path: Path) -> str:
     return hashlib.sha1("\n".join(sorted(files)).encode()).hexdigest() if files else ""
 
 
+def sealed_as(manifest: Any, fingerprint: str) -> bool:
+    """Whether the manifest says the local store was last closed cleanly, at this generation,
+    with nothing left behind by a deferred writer, and with its folder as ``fingerprint`` finds
+    it now: what a count and a probe would check, known without reading Chroma's graph."""
+    clean = manifest.get_meta(STORE_CLEAN) or ""
+    recorded = manifest.get_meta(STORE_FILES)
+    return (clean.split(" ")[0] == str(manifest.generation) and not manifest.get_meta(BEHIND)
+            and bool(recorded) and fingerprint == recorded)
+
+
 class StoreError(RuntimeError):
     """The vector store could not be opened or written; the message says what to do."""
 
