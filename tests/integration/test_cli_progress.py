@@ -73,6 +73,11 @@ class Terminal:
                  "exec sleep 3600")
         subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "30",
                         "bash", "-c", outer], check=True)
+        # Everything written to the pane, as written: a line drawn and redrawn within one poll
+        # of the screen (the model loads in a fraction of a second) is still in it.
+        self.output = tmp / f"{self.name}.out"
+        subprocess.run(["tmux", "pipe-pane", "-o", "-t", self.name,
+                        f"cat >> {shlex.quote(str(self.output))}"], check=True)
         self.seen: list[str] = []
         self.wait_for(lambda s: READY in s, 60, "the terminal to be ready")
         subprocess.run(["tmux", "send-keys", "-t", self.name, "Enter"], check=True)
@@ -93,6 +98,18 @@ class Terminal:
             lines = self.screen()
             if ok(lines):
                 return lines
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}; screen showed:\n"
+                             + "\n".join(self.seen[-40:]))
+
+    def wait_for_output(self, text: str, timeout: float, what: str) -> None:
+        """Poll what was written to the pane until ``text`` is in it (a condition, not a fixed
+        sleep)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.output.exists() and text in self.output.read_bytes().decode("utf-8", "replace"):
+                return
+            self.screen()
             time.sleep(0.1)
         raise AssertionError(f"timed out waiting for {what}; screen showed:\n"
                              + "\n".join(self.seen[-40:]))
@@ -140,8 +157,7 @@ def test_first_index_progress_and_a_stop_that_keeps_what_was_committed(
     cache = tmp_path / "cache"
     term = Terminal(_command(vault, cache), tmp_path)
     try:
-        term.wait_for(lambda s: any("loading model all-MiniLM-L6-v2…" in x for x in s), 240,
-                      "the model-loading line")
+        term.wait_for_output("loading model all-MiniLM-L6-v2…", 240, "the model-loading line")
         term.wait_for(_mid_run(term), 300, "some notes committed and the chunk count moving")
         if how == "ctrl-c":
             subprocess.run(["tmux", "send-keys", "-t", term.name, "C-c"], check=True)
