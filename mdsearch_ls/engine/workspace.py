@@ -139,9 +139,8 @@ class Workspace(WriterOpen):
         self.space = space_name(settings)
         self.read_only = read_only
         self.switched: str | None = None
-        """Set when this open started a new embedding space beside an index of other settings
-        (another model, other chunking): every note is embedded again, and this says why, once,
-        for a person to read; None otherwise."""
+        """Why this open started a new embedding space beside an index of other settings (another
+        model, other chunking: every note embedded again), once, for a person; else None."""
         self.healed: str | None = None
         """What was damaged and what opening did about it, once, for a person to read (CLI
         stderr, an editor's ``window/showMessage``); None when the index opened sound."""
@@ -376,8 +375,7 @@ class Workspace(WriterOpen):
         )
 
     def pending_changes(self) -> int:
-        """How many notes an update would read or drop; 0 when the index is up to date. Stats
-        files only, works read-only: a front end asks before opening for writing."""
+        """How many notes an update would read or drop (0: up to date), from stats alone."""
         changed = self.changed_notes()
         return 1 if changed is None else len(changed)
 
@@ -389,13 +387,15 @@ class Workspace(WriterOpen):
         return (not self.settings.chroma_url and sealed
                 and self.index_state().state == "ready" and self.changed_notes() == [])
 
-    def changed_notes(self) -> list[str] | None:
-        """The notes an update would read or drop (see :func:`freshness.changed_notes`); a
-        writer can then :meth:`update` just these. None: only :meth:`index` will do."""
+    def changed_notes(self, among: Iterable[str] | None = None,
+                      watch: sources.WalkWatch | None = None) -> list[str] | None:
+        """The notes an update would read or drop (:func:`freshness.changed_notes`: ``among``,
+        ``watch``), for :meth:`update` to take alone; None: only :meth:`index` will do."""
         from mdsearch_ls.engine.index.freshness import changed_notes
 
         with self._reading():
-            return changed_notes(self.root, self.settings, self.manifest, self.index_dir)
+            return changed_notes(self.root, self.settings, self.manifest, self.index_dir,
+                                 among=among, watch=watch)
 
     def note_path(self, path: str | Path) -> str | None:
         """The root-relative path of a note given relative to the root or absolute; None when

@@ -10,6 +10,9 @@ about whether there is work to do.
 
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,15 +22,23 @@ if TYPE_CHECKING:
     from mdsearch_ls.config import Settings
     from mdsearch_ls.engine.index.manifest import Manifest
 
+TARGETED_MAX = 200
+"""Changed notes a search brings in one by one (no second scan of the folder, no read of every
+note's record: a one-note update at 96k notes); more go through a full, cancellable index."""
 
-def changed_notes(root: Path, settings: Settings, manifest: Manifest,
-                  index_dir: Path | None) -> list[str] | None:
+
+def changed_notes(root: Path, settings: Settings, manifest: Manifest, index_dir: Path | None,
+                  *, among: Iterable[str] | None = None,
+                  watch: sources.WalkWatch | None = None) -> list[str] | None:
     """The notes an update would read or drop, by root-relative path (empty: the index is up
     to date); None when only a full update will do (a keyword index of an older format, which
     only a write open converts). A writer given this list updates these notes alone, without a
-    second scan of the folder or a read of every note's record."""
+    second scan of the folder or a read of every note's record. ``among``: look at these notes
+    only (a watch of the folders named them), by the same rule; ``watch``: see ``stat_scan``."""
     if manifest.keywords_outdated():
         return None
+    if among is not None:
+        return _changed_among(root, settings, manifest, index_dir, among)
     found, _oversize = sources.stat_scan(
         root,
         include=settings.include,
@@ -35,6 +46,7 @@ def changed_notes(root: Path, settings: Settings, manifest: Manifest,
         index_dir=index_dir,
         max_file_bytes=settings.max_file_bytes,
         formats=settings.include_formats,
+        watch=watch,
     )
     known = manifest.file_stats()
     skipped = manifest.skipped()
@@ -45,6 +57,32 @@ def changed_notes(root: Path, settings: Settings, manifest: Manifest,
             changed.append(rel)
     # (a note grown past the size limit is not in `found`: an update drops it, as below)
     return changed + sorted(rel for rel in known if rel not in found)
+
+
+def _changed_among(root: Path, settings: Settings, manifest: Manifest, index_dir: Path | None,
+                   among: Iterable[str]) -> list[str]:
+    """:func:`changed_notes` for a few named notes: a stat of each, not a walk."""
+    flt = sources.SourceFilter(root, include=settings.include, exclude=settings.exclude,
+                               index_dir=index_dir, formats=settings.include_formats)
+    rels = sorted(set(among))
+    known = {rel: (r.mtime, r.size) for rel, r in manifest.files_of(rels).items()}
+    skipped = manifest.skipped()
+    changed = []
+    for rel in rels:
+        seen = None
+        if flt.accepts(rel):
+            try:
+                st = os.stat(os.path.join(flt.root, rel))
+            except OSError:  # gone: an update drops it
+                st = None
+            if (st is not None and stat.S_ISREG(st.st_mode) and not sources._oversize(
+                    rel, st.st_size, settings.max_file_bytes, settings.include_formats)):
+                seen = (st.st_mtime, st.st_size)
+        k = known.get(rel)
+        if (k is not None) if seen is None else (
+                (skipped.get(rel) != seen) if k is None else (k != seen)):
+            changed.append(rel)
+    return changed
 
 
 def pending_changes(root: Path, settings: Settings, manifest: Manifest,

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 import pathspec
 
@@ -75,14 +76,12 @@ def _is_markdown(rel: str, formats: Sequence[str] = ()) -> bool:
 
 
 def is_note_name(rel: str, formats: Sequence[str] = ()) -> bool:
-    """Whether a file name is one the index reads: a markdown note, or a document of a format
-    ``formats`` (the setting ``include_formats``) names."""
+    """Whether the index reads a file of this name: markdown, or a format ``formats`` names."""
     return _is_markdown(rel, formats)
 
 
 def _oversize(rel: str, size: int, max_file_bytes: int, formats: Sequence[str]) -> str | None:
-    """The warning for a file over its size limit (a document's is larger: see
-    :data:`formats.RAW_FACTOR`), else None."""
+    """The warning for a file over its limit (a document's is larger: formats.RAW_FACTOR)."""
     fmt = format_of(rel, formats)
     if fmt is not None:
         return oversize(rel, size, fmt, max_file_bytes)
@@ -101,11 +100,9 @@ def _realpath(path: str | os.PathLike[str]) -> str | None:
 
 
 def _clean_rel(rel: str) -> str | None:
-    """Normalise a caller-supplied relative path, or ``None`` when it is not one.
-
-    Front ends build ``rel`` from editor URIs and watcher events, so be strict:
-    anything absolute or climbing out with ``..`` is never a note under this root.
-    """
+    """Normalise a caller-supplied relative path, or ``None`` when it is not one. Front ends
+    build ``rel`` from editor URIs and watcher events, so be strict: anything absolute or
+    climbing out with ``..`` is never a note under this root."""
     rel = rel.replace("\\", "/").rstrip("/") if rel else ""
     if not rel or rel.startswith("/") or (len(rel) > 1 and rel[1] == ":"):
         return None
@@ -317,11 +314,20 @@ SkipFn = Callable[[str, float, int, str], None]
 """``(rel, mtime, size, message)`` of a file (or ``"dir/"``) a scan leaves out."""
 
 
+class WalkWatch(Protocol):
+    """Told what a walk visits (index/notewatch.py): each folder before it is listed, so a
+    change after that is the watch's to see, and each note reached through a symbolic link."""
+
+    def directory(self, path: str, rel_dir: str) -> None: ...
+    def linked_note(self, rel: str) -> None: ...
+
+
 def _walk(
     root: Path,
     flt: SourceFilter,
     skip: SkipFn,
     keep_going: Callable[[], bool] | None = None,
+    watch: WalkWatch | None = None,
 ) -> Iterable[tuple[str, str]]:
     """Yield ``(path, rel)`` of candidate notes, following symlinks only inside the root (the
     path a string: a ``Path`` per file cost as much as the file's ``stat``).
@@ -337,6 +343,8 @@ def _walk(
         if keep_going is not None and not keep_going():
             return
         directory, rel_dir = stack.pop()
+        if watch is not None:
+            watch.directory(directory, rel_dir)
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -374,6 +382,8 @@ def _walk(
                 visited.add(real)
                 subdirs.append((path, rel))
             elif is_file and flt._accepts_lexically(rel):
+                if is_link and watch is not None:
+                    watch.linked_note(rel)
                 yield path, rel
         # Reverse so the stack pops them in name order (output is sorted anyway).
         stack.extend(reversed(subdirs))
@@ -433,18 +443,19 @@ def stat_scan(
     index_dir: Path | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     formats: Sequence[str] = (),
+    watch: WalkWatch | None = None,
 ) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[float, int]]]:
     """``(notes, oversize)``: ``{rel: (mtime, size)}`` of what :func:`scan` would find and of
     what it would skip for size, by the same walk and rules, without a record per file: all a
     freshness check compares with the manifest (a directory that cannot be listed is left out,
-    as a scan reports it and indexes nothing of it)."""
+    as a scan reports it and indexes nothing of it). ``watch`` is told each folder it lists."""
     root_abs = _check_root(root)
     flt = SourceFilter(root_abs, include=include, exclude=exclude, index_dir=index_dir,
                        formats=formats)
     notes: dict[str, tuple[float, int]] = {}
     oversize: dict[str, tuple[float, int]] = {}
     stat = os.stat
-    for path, rel in _walk(root_abs, flt, lambda *_skipped: None):
+    for path, rel in _walk(root_abs, flt, lambda *_skipped: None, watch=watch):
         try:
             st = stat(path)
         except OSError:  # vanished between listing and stat

@@ -11,9 +11,11 @@ that server, and the ``resident`` setting turns it off.
 The answer is the one an in-process search would print. The request is built by the same
 ``SearchRequest.build`` from the same arguments; the server refuses (and the CLI searches itself)
 when its settings for the folder differ from the CLI's in anything that changes a ranking; and
-before it searches, the server makes the freshness check the CLI would have made (a stat scan,
-:func:`~mdsearch_ls.engine.index.freshness.pending_changes`) and brings the index up to date on
-its writer thread, so an edit made a moment ago is found here as it would be there.
+before it searches, the server brings the index up to date with the notes on its writer thread,
+so an edit made a moment ago is found here as it would be there. Which notes changed it learns
+from an inotify queue where it can (:mod:`~mdsearch_ls.engine.index.notewatch`: a stat of the
+notes an event named, not of all 89,000), and otherwise from the CLI's own full look
+(:func:`~mdsearch_ls.engine.index.freshness.changed_notes`).
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import RequestError
+from mdsearch_ls.engine.index.freshness import TARGETED_MAX
+from mdsearch_ls.engine.index.notewatch import NoteWatch
 from mdsearch_ls.engine.search.requests import SearchRequest
 from mdsearch_ls.engine.states import FolderState
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.service.folder import IndexedFolder
+    from mdsearch_ls.engine.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +102,8 @@ class ResidentSearch:
         # A few long-lived threads, not one per request: each keeps its own SQLite connection
         # to the manifest, and a thread per request would leave one behind every time.
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="mdsearch-resident")
+        self._looking = threading.Lock()
+        self._watch: NoteWatch | None = None
 
     @classmethod
     def open_for(cls, folder: IndexedFolder) -> ResidentSearch | None:
@@ -136,6 +143,7 @@ class ResidentSearch:
             os.umask(old)
         sock.set_inheritable(False)
         self._sock = sock
+        self._watch = NoteWatch.for_root(self.folder.root)
         threading.Thread(target=self._accept, name="mdsearch-resident", daemon=True).start()
         log.info("%s: answering CLI searches on %s", self.folder.name, path)
         return True
@@ -185,12 +193,8 @@ class ResidentSearch:
         if differ or set(req.get("settings") or {}) != set(mine):
             return {"v": PROTOCOL_RESIDENT,
                     "refused": f"settings differ: {', '.join(differ) or 'keys'}"}
-        if (req.get("update", True) and folder.state == FolderState.READY
-                and ws.pending_changes()):
-            # what the CLI's own search would have done first: bring the index up to date
-            with contextlib.suppress(Exception):  # a failed update is the writer's to report
-                folder.start_index().result(timeout=UPDATE_WAIT_S)
-            ws = folder.ws if folder.ws is not None else ws
+        if req.get("update", True) and folder.state == FolderState.READY:
+            ws = self._bring_up_to_date(ws)
         results = []
         for q in req.get("queries") or []:
             try:
@@ -211,9 +215,44 @@ class ResidentSearch:
             })
         return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "results": results}
 
+    def _bring_up_to_date(self, ws: Workspace) -> Workspace:
+        """What the CLI's own search would have done first: bring the index up to date with the
+        notes. The watch names the notes to look at; where it cannot (or there is none) every
+        note is looked at, as the CLI would. One request looks at a time; the next finds it
+        done."""
+        folder, watch = self.folder, self._watch
+        with self._looking:
+            touched = watch.touched() if watch is not None else None
+            if watch is not None and touched is None:
+                watch.start_full_look()
+            changed = ws.changed_notes(among=touched, watch=watch if touched is None else None)
+            try:
+                if changed is not None and len(changed) <= TARGETED_MAX:
+                    for rel in changed:
+                        folder.queue(rel, "update")
+                    if changed:
+                        folder.settled().result(timeout=UPDATE_WAIT_S)
+                        # a failed write is logged by the writer, not raised: look again
+                        if ws.changed_notes(among=changed):
+                            raise RuntimeError("the update left notes behind")
+                else:
+                    folder.start_index().result(timeout=UPDATE_WAIT_S)
+            except Exception as exc:  # the writer reports its failure; searched as it is
+                log.info("%s: searching without the update: %s", folder.name, exc)
+                if watch is not None:
+                    watch.distrust()
+            else:
+                if watch is not None and touched is None:
+                    watch.full_look_done()
+                elif watch is not None and touched is not None:
+                    watch.settled(touched)
+        return folder.ws if folder.ws is not None else ws
+
     def close(self) -> None:
         self._closed.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._watch is not None:
+            self._watch.close()
         sock, self._sock = self._sock, None
         if sock is not None:
             with contextlib.suppress(OSError):
