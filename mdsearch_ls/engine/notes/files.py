@@ -76,8 +76,7 @@ def _is_markdown(rel: str, formats: Sequence[str] = ()) -> bool:
 
 
 def is_note_name(rel: str, formats: Sequence[str] = ()) -> bool:
-    """Whether the index reads a file of this name: markdown, or a format ``formats`` names."""
-    return _is_markdown(rel, formats)
+    return _is_markdown(rel, formats)  # markdown, or a format ``formats`` names
 
 
 def _oversize(rel: str, size: int, max_file_bytes: int, formats: Sequence[str]) -> str | None:
@@ -113,12 +112,9 @@ def _clean_rel(rel: str) -> str | None:
 
 
 def relpath(root: Path, path: Path) -> str | None:
-    """POSIX path of ``path`` relative to ``root``, or ``None`` when it lies outside.
-
-    Tries the path as given first, because a symlink inside the root must keep the
-    name the user sees; falls back to resolved paths for callers (editors) that
-    hand over canonical paths while the root was configured through a symlink.
-    """
+    """POSIX path of ``path`` relative to ``root``, or ``None`` when it lies outside. The path
+    as given first (a symlink inside the root keeps the name the user sees), then resolved
+    (editors hand over canonical paths while the root was configured through a symlink)."""
     root_abs = Path(os.path.normpath(Path(root).expanduser().absolute()))
     path_abs = Path(os.path.normpath(Path(path).expanduser().absolute()))
     try:
@@ -330,12 +326,10 @@ def _walk(
     watch: WalkWatch | None = None,
 ) -> Iterable[tuple[str, str]]:
     """Yield ``(path, rel)`` of candidate notes, following symlinks only inside the root (the
-    path a string: a ``Path`` per file cost as much as the file's ``stat``).
-
-    Real directories already visited are skipped, which both ends symlink loops and
-    keeps a directory linked twice from being indexed twice. ``keep_going`` is asked before
-    each directory (a count with a time limit stops in trees without a single note).
-    """
+    path a string: a ``Path`` per file cost as much as the file's ``stat``). Real directories
+    already visited are skipped: no symlink loop, no folder linked twice indexed twice.
+    ``keep_going`` is asked before each directory (a count with a time limit stops in trees
+    without a single note)."""
     real_root = _realpath(root) or str(root)
     visited = {real_root}
     stack: list[tuple[str, str]] = [(str(root), "")]
@@ -347,7 +341,7 @@ def _walk(
             watch.directory(directory, rel_dir)
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = list(it)  # (files in any order: every caller sorts or counts)
         except OSError as exc:
             try:
                 st = os.stat(directory)
@@ -358,8 +352,15 @@ def _walk(
                  f"skipped directory {rel_dir or '.'}: {exc.strerror or exc}")
             continue
         subdirs: list[tuple[str, str]] = []
+        rest = []  # folders and links, in name order: the first name of a folder linked twice
+        plain = flt._plain_dir(rel_dir)  # (this folder is not rejected: the walk is in it)
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if not plain or not entry.is_file(follow_symlinks=False):
+                rest.append((entry.name, rel, entry))
+            elif _is_markdown(rel, flt.formats) and rel not in flt._index_rels:
+                yield entry.path, rel  # most entries: a plain file, decided here
+        for _, rel, entry in sorted(rest, key=lambda r: r[0]):
             path = entry.path
             try:
                 is_link = entry.is_symlink()
@@ -385,7 +386,6 @@ def _walk(
                 if is_link and watch is not None:
                     watch.linked_note(rel)
                 yield path, rel
-        # Reverse so the stack pops them in name order (output is sorted anyway).
         stack.extend(reversed(subdirs))
 
 
