@@ -384,7 +384,7 @@ class Workspace(WriterOpen):
         they were), asked read-only: the CLI's `index` then needs no lock and no Chroma."""
         from mdsearch_ls.engine.index.vector_store import folder_fingerprint, sealed_as
         sealed = sealed_as(self.manifest, folder_fingerprint(self._chroma_dir))
-        return (not self.settings.chroma_url and sealed
+        return (not self.settings.chroma_url and sealed and self.manifest.sealed()
                 and self.index_state().state == "ready" and self.changed_notes() == [])
 
     def changed_notes(self, among: Iterable[str] | None = None,

@@ -350,7 +350,10 @@ class WriterOpen:
             ) from exc
 
     def _damage_error(self, exc: sqlite3.DatabaseError) -> IndexOpenError:
-        """What a reader says about a manifest it cannot read: the writer heals, not a reader."""
+        """What a reader says about a manifest it cannot read: the writer heals, not a reader.
+        Damage met drops the seal, so the next writer's open reads every page and heals it."""
+        if is_damage(exc) and getattr(self, "manifest", None) is not None:
+            self.manifest.met_damage()
         if is_damage(exc):
             return IndexOpenError(
                 f"the index in {self.index_dir} is damaged ({exc}); it is rebuilt from the notes "

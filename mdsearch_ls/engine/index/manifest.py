@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,10 @@ from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-export
     _like_escape,
     _put_meta,
     is_damage,
+    seal,
+    seal_holds,
     truncation,
+    unsealed,
 )
 from mdsearch_ls.engine.index.vector_cache import VectorCache
 from mdsearch_ls.engine.locations import ChunkRecord, FileUpdate
@@ -72,12 +75,16 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         self._counts: tuple[int, tuple[int, int]] | None = None
         self._all: list[sqlite3.Connection] = []
         self.created = False
+        self._sealing = False
+        self.checked = ""
+        """What the open read to refuse a damaged file: "every page" or "header"."""
         try:
             self._check_and_create()
             self._generation = int(self.get_meta("generation") or 0)
         except BaseException:
             self.close()
             raise
+        self._sealing = not read_only
 
     def _check_and_create(self) -> None:
         """Refuse a damaged file before anything reads it; give a new file its tables.
@@ -86,16 +93,19 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         what catches a file truncated or overwritten in the middle: SQLite itself only notices
         when a query happens to touch a bad page, perhaps minutes into a run.
         """
+        # A reader checks what costs nothing (a file shorter than its header says: cut by a
+        # crash or a sync tool); reading every page, 0.3 s at 96k chunks, on every search
+        # would make a search cost the size of the index. Damage inside a page is met by the
+        # query that reads it, which says so. The writer's open checks every page unless the
+        # file is exactly as the last writer's clean close left it (the seal beside it).
+        full = not self.read_only and unsealed(self.path)
         conn = self._conn()
         tables = {r[0] for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
         )}
-        # A reader checks what costs nothing (a file shorter than its header says: cut by a
-        # crash or a sync tool); reading every page, 0.44 s at 96k chunks, on every search
-        # would make a search cost the size of the index. Damage inside a page is met by the
-        # query that reads it, which says so, and the writer's open checks every page.
-        problems = ([truncation(self.path)] if self.read_only
-                    else [r[0] for r in conn.execute("PRAGMA quick_check(5)")])
+        self.checked = "every page" if full else "header"
+        problems = ([r[0] for r in conn.execute("PRAGMA quick_check(5)")] if full
+                    else [truncation(self.path)])
         if problems != ["ok"]:
             detail = " ".join("; ".join(map(str, problems)).split())
             raise ManifestDamagedError(f"integrity check failed: {detail[:200]}")
@@ -172,12 +182,30 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
             self._all.append(conn)
         return conn
 
+    def sealed(self) -> bool:
+        """Whether the file is as the last writer's clean close left it: a read-only no-op
+        ``index`` needs that, or its writer's open would be the one to check every page."""
+        return seal_holds(self.path)
+
+    def met_damage(self) -> None:
+        """A query met a damaged page: no seal (this process's or the last writer's) may spare
+        the next writer's open its check of every page, the check that heals it."""
+        self._sealing = False
+        unsealed(self.path)  # (used up, whatever it said)
+
     def close(self) -> None:
+        """Close every thread's connection; a writer's clean close seals the file."""
+        clean = self._sealing
         for conn in self._all:
-            with suppress(sqlite3.Error):
+            try:
                 conn.close()
+            except sqlite3.Error:
+                clean = False
         self._all.clear()
         self._local = threading.local()
+        if clean:
+            self._sealing = False
+            seal(self.path)
 
     # ---- meta -------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ and transaction logic alone; every name here is re-exported from that module.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -161,3 +162,54 @@ def truncation(path: Path) -> str:
     if pages and head[24:28] == head[92:96] and size < page * pages:
         return f"the file is {size} bytes, its header says {page * pages}: cut short"
     return "ok"
+
+
+def _seal_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sealed")
+
+
+def _file_state(path: Path) -> dict[str, Any] | None:
+    """What a clean close leaves a SQLite file as: its size, mtime, header (the change counter
+    in it) and write-ahead log size; None when it cannot be read."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        st = path.stat()
+        with open(path, "rb") as f:
+            head = f.read(100)
+        wal_size = wal.stat().st_size if wal.exists() else 0
+    except OSError:
+        return None
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "head": head.hex(), "wal": wal_size}
+
+
+def seal(path: Path) -> None:
+    """Record the file as the writer's clean close leaves it (all its connections closed)."""
+    state = _file_state(path)
+    if state is not None:
+        with contextlib.suppress(OSError):  # only costs the next writer's open a full check
+            _seal_path(path).write_text(json.dumps(state), encoding="utf-8")
+
+
+def seal_holds(path: Path) -> bool:
+    """Whether the file is exactly as a writer's clean close left it (the seal is kept)."""
+    try:
+        want = json.loads(_seal_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(want) and want == _file_state(path)
+
+
+def unsealed(path: Path) -> bool:
+    """Whether the file may have changed since a writer's clean close: anything but exactly the
+    state its seal recorded (no seal, a crash, another program's write, a copy). The seal is
+    used up: this open writes, and only its own clean close seals again."""
+    sealed = _seal_path(path)
+    try:
+        want = json.loads(sealed.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    try:
+        sealed.unlink()
+    except OSError:
+        return True  # a seal that cannot be used up cannot be trusted next time either
+    return want != _file_state(path)
