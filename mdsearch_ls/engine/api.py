@@ -91,10 +91,10 @@ _WHERE: dict[str, str] = {
     "query_terms": "mdsearch_ls.engine.search.highlight",
     "snippet": "mdsearch_ls.engine.search.preview",
     "wrap": "mdsearch_ls.engine.search.highlight",
-    "PROTOCOL_RESIDENT": "mdsearch_ls.engine.service.resident",
-    "private_dir": "mdsearch_ls.engine.service.resident",
-    "ranking_settings": "mdsearch_ls.engine.service.resident",
-    "resident_socket_path": "mdsearch_ls.engine.service.resident",
+    "PROTOCOL_RESIDENT": "mdsearch_ls.engine.service.resident_rules",
+    "private_dir": "mdsearch_ls.engine.service.resident_rules",
+    "ranking_settings": "mdsearch_ls.engine.service.resident_rules",
+    "resident_socket_path": "mdsearch_ls.engine.service.resident_rules",
 }
 
 
@@ -139,7 +139,7 @@ if TYPE_CHECKING:
         IndexedFolder,
     )
     from mdsearch_ls.engine.service.folders import Folders, notes_under
-    from mdsearch_ls.engine.service.resident import (
+    from mdsearch_ls.engine.service.resident_rules import (
         PROTOCOL_RESIDENT,
         private_dir,
         ranking_settings,

@@ -14,7 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mdsearch_ls.engine.notes.cjk import CJK_RUN, bigrams, has_cjk
+from mdsearch_ls.engine.notes import cjk
+from mdsearch_ls.engine.notes.cjk import bigrams, has_cjk
 from mdsearch_ls.engine.search.keyword import STOPWORDS
 
 __all__ = [
@@ -64,10 +65,10 @@ def query_terms(text: str, phrases: Iterable[str] = ()) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for w in words:
         if has_cjk(w):  # a CJK run marks each of its bigrams, as keyword search matches them
-            for run in CJK_RUN.findall(w):
+            for run in cjk.CJK_RUN.findall(w):
                 for gram in bigrams(run):
                     seen.setdefault(gram)
-            w = CJK_RUN.sub("", w)
+            w = cjk.CJK_RUN.sub("", w)
             if not w:
                 continue
         seen.setdefault(_stem(w))
