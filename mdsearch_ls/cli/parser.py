@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -88,7 +87,8 @@ class _Parser(argparse.ArgumentParser):
     suggestions: Sequence[str] = ()
 
     def error(self, message: str) -> Any:  # type: ignore[override]
-        import difflib  # here: only a mistyped command or flag needs it
+        import difflib  # here: only a mistyped command or flag needs them
+        import shlex
 
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if m:
