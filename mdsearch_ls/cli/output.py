@@ -11,9 +11,7 @@ import argparse
 import json
 import os
 import re
-import shlex
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -126,8 +124,6 @@ class _Printer:
     """Writes hits in the chosen format; one per command run."""
 
     def __init__(self, args: argparse.Namespace, ws: Any, mode: str) -> None:
-        from mdsearch_ls.engine.api import snippet, wrap
-
         self.args = args
         self.ws = ws
         self.mode = mode
@@ -135,12 +131,13 @@ class _Printer:
         self.explain = bool(getattr(args, "explain", False))
         self.style = _Style.for_stream(sys.stdout, args.color)
         self.columns = shutil.get_terminal_size((100, 24)).columns
-        self._snippet, self._wrap = snippet, wrap
         self._seen_paths: set[str] = set()
 
     def rendered(self, hits: Sequence[Any], terms: Sequence[str], limit: int) -> list[Any]:
         """Each hit's section as plain text cut between words, its query words marked."""
-        from mdsearch_ls.engine.api import Snippet, match_spans
+        # here, not at the top: the markdown parser costs a search answered by the server that
+        # holds the index ~20 ms, and --format paths renders nothing
+        from mdsearch_ls.engine.api import Snippet, match_spans, snippet
 
         texts = self.ws.chunk_texts(h.chunk_id for h in hits if h.chunk_id)
         out = []
@@ -150,7 +147,7 @@ class _Printer:
                 text = h.snippet
                 out.append(Snippet(text, tuple(match_spans(text, terms))))
             else:
-                out.append(self._snippet(md, terms, limit))
+                out.append(snippet(md, terms, limit))
         return out
 
     def query(self, query: str, result: Any, terms: Sequence[str], *, batch: bool,
@@ -193,7 +190,7 @@ class _Printer:
         sys.stdout.flush()
 
     def text(self, query: str, hits: Sequence[Any], terms: Sequence[str]) -> None:
-        from mdsearch_ls.engine.api import match_spans
+        from mdsearch_ls.engine.api import match_spans, wrap
 
         if not hits:
             print(f"no results for {query!r}")
@@ -214,7 +211,7 @@ class _Printer:
                 print(f"{i:2}. {shown}  " + st.dim(f"({where}{_score_text(h, self.mode)})"))
             crumb = h.breadcrumb
             print(f"{indent}{st.marked(crumb, match_spans(crumb, terms), base='1')}")
-            for line in self._wrap(r, width, 2):
+            for line in wrap(r, width, 2):
                 print(f"{indent}{st.marked(line.text, line.spans)}")
             if self.explain:
                 e = h.explain
@@ -243,6 +240,9 @@ def _terms(query: str, request: Any, extra_phrases: Sequence[str] | None) -> tup
 def _open_in_editor(path: Path, line: int) -> int:
     """``$VISUAL``/``$EDITOR`` at ``line``: ``+LINE FILE`` (vi, vim, nvim, emacs, nano, micro,
     kak), ``-g FILE:LINE`` for VS Code and its forks, ``FILE:LINE`` for editors that take that."""
+    import shlex  # here: only --open needs them, and subprocess costs every search ~4 ms
+    import subprocess
+
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor:
         raise UsageError("--open needs $VISUAL or $EDITOR (e.g. export EDITOR=nvim)")

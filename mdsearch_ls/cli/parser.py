@@ -8,9 +8,7 @@ the engine."""
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
-import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -89,6 +87,9 @@ class _Parser(argparse.ArgumentParser):
     suggestions: Sequence[str] = ()
 
     def error(self, message: str) -> Any:  # type: ignore[override]
+        import difflib  # here: only a mistyped command or flag needs them
+        import shlex
+
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if m:
             word, choices = m.group(1), re.findall(r"'([^']*)'", m.group(2))

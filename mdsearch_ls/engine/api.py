@@ -68,7 +68,7 @@ _WHERE: dict[str, str] = {
     "STATE_STARTING": "mdsearch_ls.engine.service.folder",
     "SearchRequest": "mdsearch_ls.engine.search.requests",
     "SearchResult": "mdsearch_ls.engine.search.hits",
-    "Snippet": "mdsearch_ls.engine.search.preview",
+    "Snippet": "mdsearch_ls.engine.search.highlight",
     "Workspace": "mdsearch_ls.engine.workspace",
     "count_notes": "mdsearch_ls.engine.index.layout",
     "create_embedder": "mdsearch_ls.engine.embedding",
@@ -84,17 +84,17 @@ _WHERE: dict[str, str] = {
     "ModelState": "mdsearch_ls.engine.states",
     "Progress": "mdsearch_ls.engine.states",
     "lone_surrogate_field": "mdsearch_ls.engine.notes.decoding",
-    "match_spans": "mdsearch_ls.engine.search.preview",
+    "match_spans": "mdsearch_ls.engine.search.highlight",
     "merge_rankings": "mdsearch_ls.engine.search.merging",
     "outline": "mdsearch_ls.engine.notes.chunking",
     "plain_text": "mdsearch_ls.engine.search.preview",
-    "query_terms": "mdsearch_ls.engine.search.preview",
+    "query_terms": "mdsearch_ls.engine.search.highlight",
     "snippet": "mdsearch_ls.engine.search.preview",
-    "wrap": "mdsearch_ls.engine.search.preview",
-    "PROTOCOL_RESIDENT": "mdsearch_ls.engine.service.resident",
-    "private_dir": "mdsearch_ls.engine.service.resident",
-    "ranking_settings": "mdsearch_ls.engine.service.resident",
-    "resident_socket_path": "mdsearch_ls.engine.service.resident",
+    "wrap": "mdsearch_ls.engine.search.highlight",
+    "PROTOCOL_RESIDENT": "mdsearch_ls.engine.service.resident_rules",
+    "private_dir": "mdsearch_ls.engine.service.resident_rules",
+    "ranking_settings": "mdsearch_ls.engine.service.resident_rules",
+    "resident_socket_path": "mdsearch_ls.engine.service.resident_rules",
 }
 
 
@@ -124,16 +124,10 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.notes.chunking import Heading, outline
     from mdsearch_ls.engine.notes.decoding import lone_surrogate_field
     from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
+    from mdsearch_ls.engine.search.highlight import Snippet, match_spans, query_terms, wrap
     from mdsearch_ls.engine.search.hits import Hit, SearchResult
     from mdsearch_ls.engine.search.merging import merge_rankings
-    from mdsearch_ls.engine.search.preview import (
-        Snippet,
-        match_spans,
-        plain_text,
-        query_terms,
-        snippet,
-        wrap,
-    )
+    from mdsearch_ls.engine.search.preview import plain_text, snippet
     from mdsearch_ls.engine.search.query import QueryError
     from mdsearch_ls.engine.search.requests import MAX_LIMIT, RelatedRequest, SearchRequest
     from mdsearch_ls.engine.service.folder import (
@@ -145,7 +139,7 @@ if TYPE_CHECKING:
         IndexedFolder,
     )
     from mdsearch_ls.engine.service.folders import Folders, notes_under
-    from mdsearch_ls.engine.service.resident import (
+    from mdsearch_ls.engine.service.resident_rules import (
         PROTOCOL_RESIDENT,
         private_dir,
         ranking_settings,

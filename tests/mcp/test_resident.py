@@ -90,6 +90,56 @@ def test_the_server_answers_what_the_cli_would_print(
     assert through.stdout == alone.stdout and through.stdout.strip()
 
 
+# What a search answered through the socket must not import: the model's runtime, the vector
+# store, the note rules and the chunker, the engine's workspace and searcher, and the server's own
+# side of the socket (issue 26: the whole client process in well under 100 ms).
+HEAVY = ("numpy", "onnxruntime", "tokenizers", "chromadb", "pathspec",
+         "mdsearch_ls.engine.notes.files", "mdsearch_ls.engine.notes.chunking",
+         "mdsearch_ls.engine.workspace", "mdsearch_ls.engine.search.searcher",
+         "mdsearch_ls.engine.index.manifest", "mdsearch_ls.engine.embedding.onnx_backend",
+         "mdsearch_ls.engine.service.resident")
+# The CLI's own entry, then what it imported, on stderr after everything it printed.
+MODULES_AFTER = ("import json, sys\n"
+                 "from mdsearch_ls.cli import main\n"
+                 "code = main(sys.argv[1:])\n"
+                 "sys.stderr.write('MODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
+                 "raise SystemExit(code)\n")
+
+
+def cli_modules(vault: Path, cache: Path, *args: str
+                ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """``mdsearch search ARGS -v`` run through the CLI's entry in a fresh interpreter, and the
+    modules that process had imported when it was done."""
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "COLUMNS": "100"}
+    done = subprocess.run([PYTHON, "-c", MODULES_AFTER, "search", *args, "-v"], cwd=vault,
+                          env=env, capture_output=True, text=True, timeout=300)
+    line = next(ln for ln in done.stderr.splitlines() if ln.startswith("MODULES "))
+    return done, set(json.loads(line.removeprefix("MODULES ")))
+
+
+def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return [n for n in names if n in modules]
+
+
+@pytest.mark.parametrize("fmt", ["paths", "text", "json"])
+def test_a_search_through_the_server_imports_none_of_the_engine(
+        served: tuple[McpClient, Path, Path], fmt: str) -> None:
+    _, vault, cache = served
+    through, modules = cli_modules(vault, cache, QUERY, "--format", fmt)
+    assert through.returncode == 0 and THROUGH in through.stderr, through.stderr
+    alone, alone_modules = cli_modules(vault, cache, QUERY, "--format", fmt, "--no-resident")
+    assert alone.returncode == 0 and through.stdout == alone.stdout and through.stdout.strip()
+    assert _loaded(modules, HEAVY) == []
+    # the check can fail: the same process searching by itself loads all of them but Chroma
+    # (a read of an up-to-date index needs no vector store) and the server's socket
+    assert set(_loaded(alone_modules, HEAVY)) >= {"numpy", "onnxruntime",
+                                                  "mdsearch_ls.engine.workspace",
+                                                  "mdsearch_ls.engine.search.searcher"}
+    # markdown-it renders a section's markdown to the plain text a snippet shows: only the
+    # formats that show snippets need it (the server sends markdown; see issue 26's notes)
+    assert ("markdown_it" in modules) == (fmt != "paths")
+
+
 def test_an_edit_made_a_moment_ago_is_found(served: tuple[McpClient, Path, Path]) -> None:
     _, vault, cache = served
     note = vault / "operations" / "Parking garage.md"

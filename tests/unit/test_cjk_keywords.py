@@ -27,6 +27,16 @@ def test_a_run_becomes_bigrams_then_characters_and_latin_stays() -> None:
     assert cjk.query_terms("密码管理器") == ["密码", "码管", "管理", "理器", "密码 码管 管理 理器"]
 
 
+def test_has_cjk_at_the_edges_of_the_ranges() -> None:
+    # Text below U+1100 is answered without the (lazily compiled) pattern; text above it that is
+    # not CJK (punctuation, Cyrillic, emoji) still goes through the pattern and says no.
+    assert not cjk.has_cjk("") and not cjk.has_cjk("plain English, café")
+    assert not cjk.has_cjk("it’s … · “quoted” Привет 🙂")
+    assert cjk.has_cjk("\u1100") and cjk.has_cjk("a한b") and cjk.has_cjk("x\U00020000")
+    assert not cjk.has_cjk("\u10ff") and not cjk.has_cjk("\u1200")
+    assert cjk.CJK_RUN.findall("ab密钥cd한국") == ["密钥", "한국"]
+
+
 def test_the_match_expression_of_a_cjk_query() -> None:
     assert build_match("密钥") == '"密钥"'
     expr = build_match("密码管理器 backup")

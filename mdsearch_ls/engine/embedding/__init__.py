@@ -28,7 +28,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mdsearch_ls.engine.embedding.base import (
     PAD_RATIO,
@@ -40,15 +40,31 @@ from mdsearch_ls.engine.embedding.base import (
 from mdsearch_ls.engine.embedding.multilingual_backend import MODEL_NAME as MULTILINGUAL_MODEL
 from mdsearch_ls.engine.embedding.multilingual_backend import SETTING as MULTILINGUAL_SETTING
 from mdsearch_ls.engine.embedding.multilingual_backend import MultilingualEmbedder
-from mdsearch_ls.engine.embedding.onnx_backend import OnnxEmbedder
-from mdsearch_ls.engine.embedding.torch_backend import SentenceTransformerEmbedder
 
 if TYPE_CHECKING:
     import numpy as np
 
     from mdsearch_ls.config import Settings
+    from mdsearch_ls.engine.embedding.onnx_backend import OnnxEmbedder
+    from mdsearch_ls.engine.embedding.torch_backend import SentenceTransformerEmbedder
 
 log = logging.getLogger(__name__)
+
+# The backends' classes, imported when first named: a process that only names a space
+# (``space_model_name``, the CLI asking the server that holds an index) needs none of them.
+_BACKEND_MODULES = {
+    "OnnxEmbedder": "mdsearch_ls.engine.embedding.onnx_backend",
+    "SentenceTransformerEmbedder": "mdsearch_ls.engine.embedding.torch_backend",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _BACKEND_MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 BACKENDS = ("onnx", "onnx-int8", "torch")
@@ -162,7 +178,11 @@ def create_embedder(settings: Settings) -> Embedder:
                 "embedding with the torch backend (sentence-transformers) instead",
                 settings.model, BUNDLED_MODEL, asked,
             )
+        from mdsearch_ls.engine.embedding.torch_backend import SentenceTransformerEmbedder
+
         return SentenceTransformerEmbedder(None if is_bundled(settings.model) else settings.model)
+    from mdsearch_ls.engine.embedding.onnx_backend import OnnxEmbedder
+
     return OnnxEmbedder("int8" if backend == "onnx-int8" else "fp32")
 
 

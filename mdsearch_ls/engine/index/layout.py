@@ -20,7 +20,6 @@ from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import space_model_name
 from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError
 from mdsearch_ls.engine.index.manifest_schema import SCHEMA_VERSION
-from mdsearch_ls.engine.notes import files as sources
 
 OpenMode = Literal["write", "read", "read-if-locked"]
 """How a front end opens an index: ``write`` (take the writer lock, create, repair: a server, the
@@ -81,6 +80,10 @@ def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None 
     """``(n, complete)``: how many notes indexing ``root`` with ``settings`` would take in,
     counting at most past ``stop_after`` notes or for ``seconds``, so a front end can ask before
     indexing a huge or surprising folder."""
+    # here, not at the top: the note rules (pathspec, the converters) cost ~20 ms, and a search
+    # answered by the server that holds the index only needs this module's paths and names
+    from mdsearch_ls.engine.notes import files as sources
+
     root = Path(root).expanduser()
     idx = index_dir_of(root, settings, index_dir)
     return sources.count_notes(root, include=settings.include, exclude=settings.exclude,

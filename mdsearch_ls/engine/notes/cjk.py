@@ -12,12 +12,27 @@ person sees are always the note's own text (only the FTS columns hold the expans
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import Any
 
 _CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
         "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f")
-CJK_RUN = re.compile(f"[{_CJK}]+")
-_ANY = re.compile(f"[{_CJK}]")
+_LOWEST = "\u1100"
+"""The lowest code point of :data:`_CJK`: text without one from here up has no CJK."""
+
+
+@functools.cache
+def _run_pattern() -> re.Pattern[str]:
+    """``CJK_RUN``, compiled on first use: the class of these ranges costs 3-7 ms to compile,
+    which every process paid at import, and most text (anything below U+1100) never needs it."""
+    return re.compile(f"[{_CJK}]+")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CJK_RUN":  # a run of CJK characters (compiled on first use)
+        return _run_pattern()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 FORMAT = 2
 """The keyword columns' format: 1 kept CJK runs whole; an index of format 1 is converted in place
@@ -26,7 +41,7 @@ nothing is embedded again)."""
 
 
 def has_cjk(text: str) -> bool:
-    return _ANY.search(text) is not None
+    return bool(text) and max(text) >= _LOWEST and _run_pattern().search(text) is not None
 
 
 def bigrams(run: str) -> list[str]:
@@ -46,7 +61,7 @@ def expand(text: str) -> str:
             return f" {run} "
         return " " + " ".join(bigrams(run)) + " " + " ".join(run) + " "
 
-    return CJK_RUN.sub(grams, text)
+    return _run_pattern().sub(grams, text)
 
 
 def query_terms(run: str) -> list[str]:
@@ -65,7 +80,7 @@ def phrase_tokens(tokens: list[str]) -> list[str]:
             out.append(token)
             continue
         pos = 0
-        for m in CJK_RUN.finditer(token):
+        for m in _run_pattern().finditer(token):
             if m.start() > pos:
                 out.append(token[pos:m.start()])
             out.extend(bigrams(m.group(0)))

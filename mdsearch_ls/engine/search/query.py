@@ -18,7 +18,6 @@ import fnmatch
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from mdsearch_ls.engine.errors import RequestError
@@ -91,6 +90,8 @@ _REL_RE = re.compile(r"^(\d+)([dwmy])$")
 
 def _parse_when(value: str, name: str) -> tuple[str, float, float]:
     """``>2025-01-01`` -> ('>', start of that day, end of it); ``>7d`` = within the last 7 days."""
+    from datetime import datetime, timedelta, timezone  # here: only modified: needs it
+
     m = _DATE_RE.match(value)
     op, raw = (m.group(1) or "="), m.group(2) if m else value
     rel = _REL_RE.match(raw)

@@ -21,23 +21,25 @@ notes an event named, not of all 89,000), and otherwise from the CLI's own full 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import socket
-import stat
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.index.freshness import TARGETED_MAX
 from mdsearch_ls.engine.index.notewatch import NoteWatch
 from mdsearch_ls.engine.search.requests import SearchRequest
+from mdsearch_ls.engine.service.resident_rules import (
+    PROTOCOL_RESIDENT,
+    private_dir,
+    ranking_settings,
+    resident_socket_path,
+)
 from mdsearch_ls.engine.states import FolderState
 
 if TYPE_CHECKING:
@@ -46,48 +48,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SOCKET_NAME = "search.sock"
-PROTOCOL_RESIDENT = 1
 MAX_REQUEST = 1 << 20
 """A request is a query and a few options: anything longer is not one of ours."""
 UPDATE_WAIT_S = 60.0
 """How long a request waits for the update it asked for before answering from what is there."""
-RANKING_FIELDS = ("include", "exclude", "include_formats", "model", "embedder_backend",
-                  "chunk_size", "chunk_overlap", "fusion", "per_file", "max_file_bytes",
-                  "max_chunks_per_file")
-"""Settings that change which notes are searched or how they rank: the CLI's and the server's
-must agree for the server's answer to be the CLI's."""
-
-
-def resident_socket_path(index_dir: Path) -> Path:
-    """``<index dir>/search.sock``; where that path is too long for a Unix socket (104 bytes on
-    macOS, 108 on Linux), ``<tmp>/mdsearch-<uid>/<hash of the index dir>.sock`` instead, in a
-    folder only this user owns (:func:`private_dir` checks it before either side uses it)."""
-    path = Path(index_dir) / SOCKET_NAME
-    if len(os.fsencode(str(path))) < 100:
-        return path
-    digest = hashlib.sha256(os.fsencode(str(Path(index_dir)))).hexdigest()[:20]
-    return Path(tempfile.gettempdir()) / f"mdsearch-{os.getuid()}" / f"{digest}.sock"
-
-
-def private_dir(folder: Path, *, create: bool) -> bool:
-    """Whether ``folder`` is a real directory of this user's that nobody else may enter
-    (made so when ``create``): a socket in a shared place such as /tmp is trusted only there."""
-    if create:
-        with contextlib.suppress(FileExistsError):
-            folder.mkdir(mode=0o700)
-    try:
-        st = os.lstat(folder)
-    except OSError:
-        return False
-    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
-            and stat.S_IMODE(st.st_mode) & 0o077 == 0)
-
-
-def ranking_settings(settings: Settings) -> dict[str, Any]:
-    """The fields of :data:`RANKING_FIELDS` as JSON values (tuples as lists)."""
-    return {f: list(v) if isinstance(v := getattr(settings, f), tuple) else v
-            for f in RANKING_FIELDS}
 
 
 class ResidentSearch:

@@ -1,0 +1,63 @@
+"""What ``mdsearch search`` and the server that holds an index must agree on to talk through the
+index's socket: where the socket is, when its folder may be trusted, which settings must match,
+and the protocol's version. The server's side is :mod:`mdsearch_ls.engine.service.resident`.
+
+Apart from it because the CLI reads these before it knows whether a server answers, and the
+server's module brings threads, a thread pool, ``tempfile`` and the search request types with
+it (about 8 ms of imports in a process that is over in a few tens when the server answers).
+Standard library only; ``tempfile`` is imported only for an index folder whose socket path is
+too long. ``tests/unit/test_resident_client.py`` holds both sides to the same answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mdsearch_ls.config import Settings
+
+SOCKET_NAME = "search.sock"
+PROTOCOL_RESIDENT = 1
+RANKING_FIELDS = ("include", "exclude", "include_formats", "model", "embedder_backend",
+                  "chunk_size", "chunk_overlap", "fusion", "per_file", "max_file_bytes",
+                  "max_chunks_per_file")
+"""Settings that change which notes are searched or how they rank: the CLI's and the server's
+must agree for the server's answer to be the CLI's."""
+
+
+def resident_socket_path(index_dir: Path) -> Path:
+    """``<index dir>/search.sock``; where that path is too long for a Unix socket (104 bytes on
+    macOS, 108 on Linux), ``<tmp>/mdsearch-<uid>/<hash of the index dir>.sock`` instead, in a
+    folder only this user owns (:func:`private_dir` checks it before either side uses it)."""
+    path = Path(index_dir) / SOCKET_NAME
+    if len(os.fsencode(str(path))) < 100:
+        return path
+    import tempfile  # only for a long path: it costs a few ms (shutil, random)
+
+    digest = hashlib.sha256(os.fsencode(str(Path(index_dir)))).hexdigest()[:20]
+    return Path(tempfile.gettempdir()) / f"mdsearch-{os.getuid()}" / f"{digest}.sock"
+
+
+def private_dir(folder: Path, *, create: bool) -> bool:
+    """Whether ``folder`` is a real directory of this user's that nobody else may enter
+    (made so when ``create``): a socket in a shared place such as /tmp is trusted only there."""
+    if create:
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+            and stat.S_IMODE(st.st_mode) & 0o077 == 0)
+
+
+def ranking_settings(settings: Settings) -> dict[str, Any]:
+    """The fields of :data:`RANKING_FIELDS` as JSON values (tuples as lists)."""
+    return {f: list(v) if isinstance(v := getattr(settings, f), tuple) else v
+            for f in RANKING_FIELDS}
