@@ -135,18 +135,23 @@ class _Printer:
 
     def rendered(self, hits: Sequence[Any], terms: Sequence[str], limit: int) -> list[Any]:
         """Each hit's section as plain text cut between words, its query words marked."""
-        # here, not at the top: the markdown parser costs a search answered by the server that
-        # holds the index ~20 ms, and --format paths renders nothing
-        from mdsearch_ls.engine.api import Snippet, match_spans, snippet
+        from mdsearch_ls.engine.api import Snippet, match_spans, window
 
-        texts = self.ws.chunk_texts(h.chunk_id for h in hits if h.chunk_id)
+        ids = [h.chunk_id for h in hits if h.chunk_id]
+        # a server that answered sent them rendered: no markdown parser here (~16 ms)
+        plains = self.ws.plain_texts(ids) if hasattr(self.ws, "plain_texts") else {}
+        texts = self.ws.chunk_texts(i for i in ids if i not in plains)
         out = []
         for h in hits:
             md = texts.get(h.chunk_id)
-            if md is None:  # not in the manifest (another process just rewrote it)
+            if h.chunk_id in plains:
+                out.append(window(plains[h.chunk_id], terms, limit))
+            elif md is None:  # not in the manifest (another process just rewrote it)
                 text = h.snippet
                 out.append(Snippet(text, tuple(match_spans(text, terms))))
             else:
+                from mdsearch_ls.engine.api import snippet  # (the markdown parser)
+
                 out.append(snippet(md, terms, limit))
         return out
 

@@ -147,9 +147,15 @@ class RemoteView:
     def __init__(self, root: str | Path) -> None:
         self.root: Any = root if isinstance(root, Path) else _RemoteRoot(root)
         self.texts: dict[str, str] = {}
+        self.plains: dict[str, str] = {}
+        """Sections as plain text, rendered by a server that sends them (snippets are cut
+        from these without a markdown parser)."""
 
     def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
         return {i: self.texts[i] for i in ids if i in self.texts}
+
+    def plain_texts(self, ids: Iterable[str]) -> dict[str, str]:
+        return {i: self.plains[i] for i in ids if i in self.plains}
 
 
 _SETEXT = re.compile(r"[ \t]{0,3}(=+|-+)[ \t]*")

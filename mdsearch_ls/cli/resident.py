@@ -105,6 +105,8 @@ def _hit(view: RemoteView, h: dict[str, Any]) -> Any:
     cid = str(h.get("chunk_id") or "")
     if h.get("text") is not None and cid:
         view.texts[cid] = str(h["text"])
+    if h.get("plain") is not None and cid:
+        view.plains[cid] = str(h["plain"])
     return make_hit(path=str(h["path"]), title=str(h["title"]),
                     start_line=int(h["start_line"]), end_line=int(h["end_line"]),
                     breadcrumb=str(h["breadcrumb"]), score=h.get("score"),

@@ -90,6 +90,7 @@ _WHERE: dict[str, str] = {
     "plain_text": "mdsearch_ls.engine.search.preview",
     "query_terms": "mdsearch_ls.engine.search.highlight",
     "snippet": "mdsearch_ls.engine.search.preview",
+    "window": "mdsearch_ls.engine.search.highlight",
     "wrap": "mdsearch_ls.engine.search.highlight",
     "PROTOCOL_RESIDENT": "mdsearch_ls.engine.service.resident_rules",
     "private_dir": "mdsearch_ls.engine.service.resident_rules",
@@ -124,7 +125,13 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.notes.chunking import Heading, outline
     from mdsearch_ls.engine.notes.decoding import lone_surrogate_field
     from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
-    from mdsearch_ls.engine.search.highlight import Snippet, match_spans, query_terms, wrap
+    from mdsearch_ls.engine.search.highlight import (
+        Snippet,
+        match_spans,
+        query_terms,
+        window,
+        wrap,
+    )
     from mdsearch_ls.engine.search.hits import Hit, SearchResult
     from mdsearch_ls.engine.search.merging import merge_rankings
     from mdsearch_ls.engine.search.preview import plain_text, snippet
@@ -250,5 +257,6 @@ __all__ = [
     "ranking_settings",
     "resident_socket_path",
     "snippet",
+    "window",
     "wrap",
 ]

@@ -135,9 +135,10 @@ def test_a_search_through_the_server_imports_none_of_the_engine(
     assert set(_loaded(alone_modules, HEAVY)) >= {"numpy", "onnxruntime",
                                                   "mdsearch_ls.engine.workspace",
                                                   "mdsearch_ls.engine.search.searcher"}
-    # markdown-it renders a section's markdown to the plain text a snippet shows: only the
-    # formats that show snippets need it (the server sends markdown; see issue 26's notes)
-    assert ("markdown_it" in modules) == (fmt != "paths")
+    # the server sends each section as the plain text a snippet is cut from: the markdown
+    # parser that renders it is the server's, and the process searching by itself loads it
+    assert "markdown_it" not in modules
+    assert ("markdown_it" in alone_modules) == (fmt != "paths")
 
 
 def test_an_edit_made_a_moment_ago_is_found(served: tuple[McpClient, Path, Path]) -> None:

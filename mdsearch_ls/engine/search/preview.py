@@ -220,9 +220,15 @@ def snippet(markdown: str, terms: Sequence[str] = (), limit: int = 200, *,
     The window starts at the beginning of the section unless a later part holds more of the
     query's words; a cut (either end) falls between words and shows an ellipsis.
     """
+    return window(snippet_text(markdown, drop_heading=drop_heading), terms, limit)
+
+
+def snippet_text(markdown: str, *, drop_heading: bool = True) -> str:
+    """The plain text a :func:`snippet` is cut from (the heading kept when it is all there is):
+    what a server sends, so a client cuts snippets without a markdown parser."""
     text = plain_text(markdown, drop_heading=drop_heading)
     if not text and drop_heading:
         text = plain_text(markdown, drop_heading=False)
-    return window(text, terms, limit)
+    return text
 
 
