@@ -56,6 +56,15 @@ QUERIES = [
 ]
 
 
+def as_installed() -> None:
+    """Compile the package's bytecode, as pip does when it installs it. Without it a process
+    started under ``PYTHONDONTWRITEBYTECODE`` (set on some machines, this one included) compiles
+    every module of ours it imports, every time: 0.1 s of a 0.25 s ``status`` here."""
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "mdsearch_ls"), quiet=1)
+
+
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     """(wall s, peak RSS MB, exit code) of one process."""
     t = time.perf_counter()
@@ -149,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-torch", action="store_true", help="skip the torch backend")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
+    as_installed()
     corpus = args.corpus.resolve()
     out = args.out or ROOT / "benchmarks" / "results" / f"cli-{corpus.name}.json"
     result: dict[str, Any] = {"corpus": corpus.name, "rounds": args.rounds}

@@ -64,7 +64,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from cli_bench import server_round  # noqa: E402  (the one copy of the server's round)
+from cli_bench import as_installed, server_round  # noqa: E402  (one copy of each)
 
 from mdsearch_ls.engine.service.folder import REST_AFTER_S  # noqa: E402
 
@@ -314,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="what to measure; the other parts of an existing --out are kept")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
     args = ap.parse_args(argv)
+    as_installed()
     work = args.work.resolve()
     env = {**os.environ, "MDSEARCH_CACHE_DIR": str(work / "cache")}
     os.environ["MDSEARCH_CACHE_DIR"] = env["MDSEARCH_CACHE_DIR"]
