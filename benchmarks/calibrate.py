@@ -2,7 +2,8 @@
 "ranking that learns the vault"), judged on labelled queries the fit never saw.
 
     python benchmarks/calibrate.py vault|obsidian-help|tldr [--index-dir DIR] [-k 10]
-                                   [--fit-on all|tune] [--min-contexts 100]
+                                   [--fit-on all|tune|labels] [--min-contexts 100]
+                                   [--fit NAME,...] [--column-weights 1,2,4,8]
                                    [--variant "NAME=VALUE,..."] [--out FILE]
 
 Why: the global defaults were chosen on two small labelled sets. A vault's links are labels it
@@ -16,13 +17,16 @@ the defaults, and the candidate pool the engine ranks (both lists' first ``min_p
 with cosine, BM25, boilerplate weight, note size, phrase shares and the notes the query names)
 is kept. The fit then re-fuses those pools in numpy for every point of a small grid over
 ``convex_alpha``, ``title_boost`` and ``long_note_penalty`` (weights that act after retrieval;
-``title_column_weight`` changes the BM25 list itself and would need a search per point), and
-takes the point of best MRR@k, the defaults on a tie. A re-fused pool reproduces the engine's
-note ranks (agreement printed). The fitted and the default weights are then run through the
-real searcher on the labelled queries (``heldout`` split when the set has one, else all), as
-typed, k=10, one hit per note (both halves of a split set are out of sample for the fit; the
-``heldout`` half is the one reported as the judge). Separately, the links are split in two folds
-(link_contexts.py): weights fitted on the ``tune`` fold are scored on the ``test`` fold.
+``title_column_weight`` changes the BM25 list itself, so ``--column-weights`` captures the pools
+once per value and fits the rest at each), and takes the point of best MRR@k, the defaults on a
+tie. A re-fused pool reproduces the engine's note ranks (agreement printed). The fitted and
+the default weights are then run through the real searcher on the labelled queries, as typed,
+k=10, one hit per note (both halves of a split set are out of sample for the fit; the
+``heldout`` half is the one reported as the judge). Separately, the links are split in two
+folds (link_contexts.py): the three weights fitted on the ``tune`` fold are scored on the
+``test`` fold.
+``--fit-on labels`` fits on the labelled ``tune`` half instead of any link (a control: how much
+the same grid gains where the fitting queries are of the judge's kind).
 
 A vault with fewer than ``--min-contexts`` link contexts is not calibrated (the fallback: the
 defaults); its figures show the defaults, and ``--variant`` rows (e.g. another vault's fitted
@@ -234,17 +238,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("vault", help=f"a labelled set's name ({', '.join(SETS)})")
     ap.add_argument("--index-dir", type=Path)
     ap.add_argument("-k", type=int, default=10)
-    ap.add_argument("--fit-on", choices=("all", "tune"), default="all",
-                    help="links to fit on for the labelled judge: every link, or the tune fold")
+    ap.add_argument("--fit-on", choices=("all", "tune", "labels"), default="all",
+                    help="what to fit on for the labelled judge: every link, the links' tune "
+                         "fold, or (a control) the labelled tune half")
     ap.add_argument("--min-contexts", type=int, default=100,
                     help="fewer link contexts than this: no calibration (the defaults)")
     ap.add_argument("--variant", action="append", default=[],
                     help="extra weights to score on the labels (comma-separated NAME=VALUE)")
     ap.add_argument("--fit", default=",".join(GRID),
                     help=f"the weights to fit, comma-separated (of {', '.join(GRID)})")
+    ap.add_argument("--column-weights", default="",
+                    help="also fit title_column_weight over these values (comma-separated; a "
+                         "search of every fitting query per value)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     names = tuple(n for n in args.fit.split(",") if n)
+    col_weights = [float(x) for x in args.column_weights.split(",") if x]
     if not names or any(n not in GRID for n in names):
         ap.error(f"--fit: expected some of {', '.join(GRID)}")
     if args.vault not in SETS:
@@ -269,7 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     two_fold, counts_two = derive(ws, 2)
     tune = [c for c in two_fold if fold_name(c.fold) == "tune"]
     test = [c for c in two_fold if fold_name(c.fold) == "test"]
-    fit_set = every_link if args.fit_on == "all" else tune
+    fit_items = link_items(ws, every_link if args.fit_on == "all" else tune)
+    if args.fit_on == "labels":
+        fit_items = [it for it, q in zip(label_items, queries, strict=True)
+                     if q.get("split") == "tune"]
     print(f"{args.vault}: {files} notes, {chunks} chunks; {counts_all.get('links', 0)} links, "
           f"{len(every_link)} link contexts (all, {counts_all}); two folds: {len(tune)} tune, "
           f"{len(test)} test; k={k}, hybrid, one hit per note, queries as typed", flush=True)
@@ -285,32 +297,49 @@ def main(argv: list[str] | None = None) -> int:
         "link_contexts": {"all": len(every_link), "tune": len(tune), "test": len(test)},
         "defaults": dataclasses.asdict(base),
     }
-    calibrated = len(fit_set) >= args.min_contexts
+    calibrated = args.fit_on == "labels" or len(fit_items) >= args.min_contexts
     fitted = base
     if calibrated:
-        t0 = time.perf_counter()
-        pools, eng = capture(ws, link_items(ws, fit_set), k)
-        t_capture = time.perf_counter() - t0
-        re = [fused_rank(p, base, k) if p is not None else None for p in pools]
-        agree = sum(a == b for a, b in zip(re, eng, strict=True)) / len(eng)
-        t0 = time.perf_counter()
-        fitted, fit_mrr, def_mrr, tried = fit(pools, base, k, names)
-        t_fit = time.perf_counter() - t0
-        print(f"fit on {len(fit_set)} link contexts ({args.fit_on}): re-fused ranks agree with "
-              f"the engine's on {agree:.3f}; {tried} grid points; links MRR@{k} "
-              f"{def_mrr:.3f} -> {fit_mrr:.3f}; fitted {changed(fitted, base) or 'the defaults'}"
-              f" (capture {t_capture:.1f} s, fit {t_fit:.1f} s, shared machine)", flush=True)
-        result["fit"] = {"contexts": len(fit_set), "pool_agreement": round(agree, 4),
-                         "grid_points": tried, "links_mrr_defaults": round(def_mrr, 4),
-                         "links_mrr_fitted": round(fit_mrr, 4),
-                         "fitted": changed(fitted, base),
-                         "capture_s": round(t_capture, 1), "fit_s": round(t_fit, 1)}
+        per_weight = []
+        for w in dict.fromkeys([base.title_column_weight, *col_weights]):
+            at = dataclasses.replace(base, title_column_weight=w)
+            ws.searcher.params = at
+            t0 = time.perf_counter()
+            pools, eng = capture(ws, fit_items, k)
+            t_capture = time.perf_counter() - t0
+            re = [fused_rank(p, at, k) if p is not None else None for p in pools]
+            agree = sum(a == b for a, b in zip(re, eng, strict=True)) / len(eng)
+            t0 = time.perf_counter()
+            got, fit_mrr, at_mrr, tried = fit(pools, at, k, names)
+            t_fit = time.perf_counter() - t0
+            print(f"fit on {len(fit_items)} queries ({args.fit_on}), title column weight {w}: "
+                  f"re-fused ranks agree with the engine's on {agree:.3f}; {tried} grid points; "
+                  f"MRR@{k} on them {at_mrr:.3f} -> {fit_mrr:.3f}; fitted "
+                  f"{changed(got, base) or 'the defaults'} (capture {t_capture:.1f} s, fit "
+                  f"{t_fit:.1f} s, shared machine)", flush=True)
+            per_weight.append({"title_column_weight": w, "pool_agreement": round(agree, 4),
+                               "grid_points": tried, "fit_mrr_at_weight": round(at_mrr, 4),
+                               "fit_mrr_fitted": round(fit_mrr, 4),
+                               "fitted": changed(got, base), "capture_s": round(t_capture, 1),
+                               "fit_s": round(t_fit, 1), "params": got})
+        best = max(per_weight, key=lambda r: (r["fit_mrr_fitted"], -abs(
+            r["title_column_weight"] - base.title_column_weight)))
+        fitted = best["params"]
+        ws.searcher.params = base
+        for r in per_weight:
+            del r["params"]
+        result["fit"] = {"queries": len(fit_items), "fit_mrr_defaults":
+                         per_weight[0]["fit_mrr_at_weight"], "fitted": changed(fitted, base),
+                         "per_title_column_weight": per_weight}
+        print(f"fitted: {changed(fitted, base) or 'the defaults'}", flush=True)
     else:
-        print(f"{len(fit_set)} link contexts < {args.min_contexts}: not calibrated, the "
+        print(f"{len(fit_items)} link contexts < {args.min_contexts}: not calibrated, the "
               f"defaults stand (the fallback)", flush=True)
         result["fit"] = None
 
-    print(f"labelled queries (as typed, k={k}; none of them is used by the fit):")
+    print(f"labelled queries (as typed, k={k}"
+          + ("; the tune half fitted the weights):" if args.fit_on == "labels"
+             else "; none of them is used by the fit):"))
     groups = {"all": list(range(len(queries)))}
     if split == "heldout":
         groups = {s: [i for i, q in enumerate(queries) if q.get("split") == s]
@@ -332,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{rows[g][name]['worse']} worse")
     result["labels"] = rows
 
+    ws.searcher.params = base
     if len(tune) >= args.min_contexts // 2 and test:
         pools, _ = capture(ws, link_items(ws, tune), k)
         fold_fit, fm, dm, _ = fit(pools, base, k, names)
