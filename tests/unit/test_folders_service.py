@@ -250,13 +250,14 @@ def test_an_idle_writer_releases_its_vector_store_and_a_save_opens_it_again(
     ids = {r.id for r in ws.manifest.chunks_for("birds.md")}
     assert ids <= ws.store.all_ids()
     assert watch.until(lambda: ws.store.released, timeout=30), "not released after the save"
-    # resting also left the snapshot of this state, which the writer now searches mapped, as
-    # the readers do, instead of a table of its own
+    # resting also left the snapshot the readers map (the last one, which the journal patches
+    # to this state: one note changed), and the writer searches it mapped as they do, instead
+    # of a table of its own
     from mdsearch_ls.engine.index import vector_snapshot
 
-    assert vector_snapshot.current(ws.manifest.path) == vector_snapshot.state(
+    assert vector_snapshot.current(ws.manifest.path) != vector_snapshot.state(
         ws.manifest, ws.manifest.generation)
-    assert ws.searcher._table is None
+    assert vector_snapshot.load_patched(ws.manifest) is not None
     assert _hits(folders, "salmon swimming upstream", k=1) == ["vault:fish.md"]
     assert ws.searcher._table is not None and ws.searcher._table.mapped
 

@@ -254,7 +254,7 @@ def test_a_clean_close_spares_the_next_writer_its_check_of_every_page(built, ind
     assert _seal(index_copy).exists()
     with Workspace(vault, Settings(), FakeEmbedder(), index_dir=index_copy) as ws:
         assert ws.manifest.checked == "header"
-        assert not _seal(index_copy).exists()  # used up: this open may write
+        assert "open" in _seal(index_copy).read_text()  # this open may write: no state
     path = _manifest(index_copy)
     st = path.stat()
     garbage_inside_manifest(index_copy)
@@ -268,7 +268,10 @@ def test_a_clean_close_spares_the_next_writer_its_check_of_every_page(built, ind
         for word in TOPICS:
             ro.hits(f"{word} section", 5, mode="keyword")
             ro.hits(f"{word} section", 5, mode="semantic")
-    assert not _seal(index_copy).exists()
+    assert not _seal(index_copy).exists()  # so a no-op `index` is not answered read-only either
+    with Workspace.open(vault, Settings(), "read", embedder=FakeEmbedder(),
+                        index_dir=index_copy) as ro:
+        assert not ro.manifest.sealed()
     with Workspace(vault, Settings(), FakeEmbedder(), index_dir=index_copy) as ws:
         assert ws.manifest.checked == "every page" and ws.healed
         assert ws.index().files_total > 0

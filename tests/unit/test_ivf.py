@@ -230,7 +230,8 @@ def test_a_few_rows_past_a_lowered_threshold_still_make_lists(
 def test_a_large_writer_maps_the_snapshot_of_its_state_else_asks_chroma(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past EXACT_MAX_CHUNKS the writer never loads its vectors: the snapshot of its own state
-    (with the readers' lists), or Chroma once its index has moved on from it."""
+    (with the readers' lists), or the last one patched with what changed since, or Chroma once
+    its index has moved on from both."""
     import mdsearch_ls.engine.search.searcher as searcher_mod
     from tests.conftest import write_note
 
@@ -247,8 +248,14 @@ def test_a_large_writer_maps_the_snapshot_of_its_state_else_asks_chroma(
         assert ws.hits("budget approval", 3, mode="semantic")  # ranked through the lists
         write_note(root, "new.md", "# Volcano\n\nLava and eruptions.\n")
         ws.update(["new.md"])
-        assert ws.searcher._vector_table() is None  # Chroma answers this state
+        patched = ws.searcher._vector_table()
+        assert patched is not None and patched.lists is not None and patched.mapped
         assert ws.hits("lava eruptions", 1, mode="semantic")[0].path == "new.md"
+        ws.manifest.set_meta("lineage", "another")  # (as after the manifest was made again)
+        write_note(root, "new2.md", "# Comet\n\nIce and a tail.\n")
+        ws.update(["new2.md"])
+        assert ws.searcher._vector_table() is None  # Chroma answers this state
+        assert ws.hits("comet ice tail", 1, mode="semantic")[0].path == "new2.md"
     with Workspace.open(root, Settings(), "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
                         index_dir=index) as ro:
         assert ro.searcher._vector_table().lists is not None  # the closed writer's new lists

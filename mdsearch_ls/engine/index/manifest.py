@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import sqlite3
 import threading
 import time
@@ -37,9 +38,10 @@ from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-export
     _file_record,
     _like_escape,
     _put_meta,
+    drop_seal,
     is_damage,
     seal,
-    seal_holds,
+    seal_kept,
     truncation,
     unsealed,
 )
@@ -120,6 +122,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
                 )
                 _put_meta(conn, "links", LINKS_VERSION)
                 _put_meta(conn, "keywords", str(cjk.FORMAT))
+                _put_meta(conn, "lineage", secrets.token_hex(8))
             self.created = True
             return
         missing = sorted(_REQUIRED_TABLES - tables)
@@ -134,6 +137,8 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         if not self.read_only:
             with conn:
                 conn.executescript(_SCHEMA)  # tables added since the file was made
+                if conn.execute("SELECT 1 FROM meta WHERE key = 'lineage'").fetchone() is None:
+                    _put_meta(conn, "lineage", secrets.token_hex(8))  # see vector_snapshot
             if self.get_meta("links") != LINKS_VERSION:
                 with conn:
                     conn.execute("UPDATE files SET size = -1, content_hash = ''")
@@ -183,15 +188,15 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         return conn
 
     def sealed(self) -> bool:
-        """Whether the file is as the last writer's clean close left it: a read-only no-op
-        ``index`` needs that, or its writer's open would be the one to check every page."""
-        return seal_holds(self.path)
+        """Whether no query met damage since a writer's open last trusted or checked the file:
+        a read-only no-op ``index`` needs that, or its writer's open must check (and heal)."""
+        return seal_kept(self.path)
 
     def met_damage(self) -> None:
         """A query met a damaged page: no seal (this process's or the last writer's) may spare
         the next writer's open its check of every page, the check that heals it."""
         self._sealing = False
-        unsealed(self.path)  # (used up, whatever it said)
+        drop_seal(self.path)
 
     def close(self) -> None:
         """Close every thread's connection; a writer's clean close seals the file."""

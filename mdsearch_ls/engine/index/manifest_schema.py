@@ -71,7 +71,19 @@ CREATE TABLE IF NOT EXISTS skipped (
     size INTEGER NOT NULL,
     reason TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS vector_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS vector_journal_add AFTER INSERT ON chunks
+BEGIN INSERT INTO vector_journal (id) VALUES (new.id); END;
+CREATE TRIGGER IF NOT EXISTS vector_journal_drop AFTER DELETE ON chunks
+BEGIN INSERT INTO vector_journal (id) VALUES (old.id); END;
+CREATE TRIGGER IF NOT EXISTS vector_journal_move AFTER UPDATE OF id, path, embed_hash ON chunks
+BEGIN INSERT INTO vector_journal (id) VALUES (old.id), (new.id); END;
+CREATE TRIGGER IF NOT EXISTS vector_journal_vector AFTER INSERT ON vectors
+BEGIN INSERT INTO vector_journal (id) SELECT id FROM chunks WHERE embed_hash = new.embed_hash; END;
 """
+# The vector journal names every chunk whose row of the vector table (id, note, vector) may have
+# changed, in order, so a reader patches the writer's last snapshot with what changed since
+# (vector_snapshot.load_patched) instead of reading every vector again after a one-note save.
 
 # Tables every manifest of this schema has had from the start: one missing means damage. (Tables
 # added later, like ``skipped``, are created by the next write open instead.)
@@ -190,26 +202,26 @@ def seal(path: Path) -> None:
             _seal_path(path).write_text(json.dumps(state), encoding="utf-8")
 
 
-def seal_holds(path: Path) -> bool:
-    """Whether the file is exactly as a writer's clean close left it (the seal is kept)."""
-    try:
-        want = json.loads(_seal_path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return bool(want) and want == _file_state(path)
+def seal_kept(path: Path) -> bool:
+    """Whether the seal is there: no query met damage since a writer's open last trusted or
+    checked the file (a writer may hold it open now)."""
+    return _seal_path(path).is_file()
 
 
 def unsealed(path: Path) -> bool:
     """Whether the file may have changed since a writer's clean close: anything but exactly the
     state its seal recorded (no seal, a crash, another program's write, a copy). The seal is
-    used up: this open writes, and only its own clean close seals again."""
+    marked open: this open writes, and only its own clean close records a state again."""
     sealed = _seal_path(path)
     try:
         want = json.loads(sealed.read_text(encoding="utf-8"))
+        sealed.write_text(json.dumps({"open": True}), encoding="utf-8")
     except (OSError, ValueError):
-        return True
-    try:
-        sealed.unlink()
-    except OSError:
-        return True  # a seal that cannot be used up cannot be trusted next time either
+        return True  # (a seal that cannot be marked open cannot be trusted next time either)
     return want != _file_state(path)
+
+
+def drop_seal(path: Path) -> None:
+    """Damage was met: the next writer's open checks every page (and so heals it)."""
+    with contextlib.suppress(OSError):
+        _seal_path(path).unlink()

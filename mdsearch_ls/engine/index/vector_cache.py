@@ -113,3 +113,55 @@ class VectorCache:
                 "DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)"
             )
         return cur.rowcount
+
+    # ---- the vector journal (manifest_schema: every chunk whose vector row may have changed) --
+
+    def journal_position(self) -> int:
+        """The journal's last entry: what a snapshot written now has taken in."""
+        row = self._conn().execute("SELECT max(seq) FROM vector_journal").fetchone()
+        return int(row[0] or 0)
+
+    def journal_since(self, seq: int, most: int) -> list[str] | None:
+        """The chunks (ids, sorted) the journal names after ``seq``; None when it no longer
+        reaches back that far (pruned after a newer snapshot) or names more than ``most``."""
+        conn = self._conn()
+        row = conn.execute("SELECT value FROM meta WHERE key = 'journal_pruned'").fetchone()
+        if int(row[0] if row else 0) > seq:
+            return None
+        entries = conn.execute("SELECT count(*) FROM vector_journal WHERE seq > ?",
+                               (seq,)).fetchone()[0]
+        if entries > 8 * most:  # (a rebuild's worth: no DISTINCT over all of it)
+            return None
+        ids = sorted({r[0] for r in conn.execute(
+            "SELECT id FROM vector_journal WHERE seq > ?", (seq,))})
+        return ids if len(ids) <= most else None
+
+    def patch_since(self, seq: int, most: int
+                    ) -> tuple[list[str], list[tuple[str, str, bytes]]] | None:
+        """:meth:`journal_since` and the current ``(id, path, vector)`` rows of the chunks it
+        names that are still there (by id), read as one state of the file: what a snapshot
+        taken at ``seq`` needs to become this state's table."""
+        conn = self._conn()
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")  # both reads see one state, whatever a writer commits
+        try:
+            ids = self.journal_since(seq, most)
+            if ids is None:
+                return None
+            rows = sorted(self._rows_in(
+                "SELECT c.id, c.path, v.vector FROM chunks c JOIN vectors v "
+                "ON v.embed_hash = c.embed_hash WHERE c.id IN ({marks})", ids))
+            return ids, rows
+        finally:
+            if own:
+                conn.execute("COMMIT")
+
+    def prune_journal(self, seq: int) -> None:
+        """Forget the entries a snapshot written at ``seq`` has taken in (no new generation:
+        nothing a search reads changed)."""
+        conn = self._conn()
+        with conn:
+            conn.execute("DELETE FROM vector_journal WHERE seq <= ?", (seq,))
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('journal_pruned', ?)",
+                         (str(seq),))

@@ -63,8 +63,15 @@ def state(manifest: Manifest, generation: int) -> str:
     return identity(generation, manifest.get_meta("last_update"))
 
 
+def patch_limit(rows: int) -> int:
+    """How many changed chunks a reader patches a snapshot with (beyond it, the writer writes a
+    new one when it closes): a patch reads those rows' vectors, a new snapshot every row."""
+    return max(2_000, rows // 50)
+
+
 def leave(manifest: Manifest, table: Any) -> None:
-    """The writer, closing: write the snapshot of the manifest's state unless it is there, from
+    """The writer, closing: write the snapshot of the manifest's state unless it is there or
+    the last one and the journal make it (a few changed chunks: readers patch it), from
     ``table`` (the searcher's, when it is of this generation: no second read) or the manifest.
     A manifest in trouble is the next writer's to heal: nothing is written then."""
     try:
@@ -73,14 +80,60 @@ def leave(manifest: Manifest, table: Any) -> None:
         chunks = manifest.counts()[1]
         if current(manifest.path) == ident and _complete(manifest.path):
             return
-        if table is not None and table.generation == gen:
+        head = _head(manifest.path)
+        if (head is not None and _complete(manifest.path)
+                and head.get("lineage") == manifest.get_meta("lineage")
+                and manifest.journal_since(int(head.get("journal", -1)),
+                                           patch_limit(int(head["n"]))) is not None):
+            return  # a one-note save costs its rows, not a new file of every row
+        seq = manifest.journal_position()
+        if table is not None and table.generation == gen and hasattr(table, "matrix"):
             rows: Iterable[tuple[str, str, Any]] = (
                 (table.id_at(i), table.path_at(i), table.matrix[i]) for i in range(len(table)))
         else:
             rows = manifest.vector_rows()
-        save(manifest.path, ident, chunks, rows)
-    except sqlite3.Error as exc:
+        if save(manifest.path, ident, chunks, rows,
+                base={"lineage": manifest.get_meta("lineage"), "journal": seq}):
+            manifest.prune_journal(seq)
+    except (sqlite3.Error, KeyError, TypeError, ValueError) as exc:
         log.info("no vector snapshot written: %s", exc)
+
+
+def _head(manifest_path: Path) -> dict[str, Any] | None:
+    try:
+        head = json.loads(_json_path(manifest_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return head if isinstance(head, dict) and head.get("format") == FORMAT else None
+
+
+def load_patched(manifest: Manifest) -> tuple[Any, np.ndarray, tuple[
+        list[str], list[str], np.ndarray]] | None:
+    """The last snapshot of this manifest (as :func:`load`), which of its rows changed since
+    (a mask), and the changed chunks' current rows ``(ids, paths, matrix)``; None when there is
+    no snapshot of this file's lineage, or the journal cannot say what changed since it, or
+    more changed than :func:`patch_limit` lets a reader patch."""
+    head = _head(manifest.path)
+    if head is None or head.get("lineage") is None or "journal" not in head:
+        return None
+    try:
+        if head["lineage"] != manifest.get_meta("lineage"):
+            return None
+        patch = manifest.patch_since(int(head["journal"]), patch_limit(int(head["n"])))
+    except (sqlite3.Error, KeyError, TypeError, ValueError):
+        return None  # (a manifest of a version before the journal: read in full)
+    base = load(manifest.path, str(head["identity"]))
+    if patch is None or base is None:
+        return None
+    changed, rows = patch
+    ids = base[0]
+    touched = np.array([c.encode() for c in changed if len(c.encode()) <= ids.dtype.itemsize],
+                       dtype=ids.dtype)
+    dead = np.isin(ids, touched) if touched.size else np.zeros(len(ids), dtype=bool)
+    width = base[2].shape[1] if base[2].size else (len(rows[0][2]) // 4 if rows else 0)
+    matrix = (np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, width)
+              if rows else np.zeros((0, width), dtype=np.float32))
+    return base, dead, ([r[0] for r in rows], [r[1] for r in rows], matrix)
 
 
 def load(manifest_path: Path, ident: str) -> tuple[np.ndarray, tuple[np.ndarray, list[str]],
@@ -134,7 +187,8 @@ def _complete(manifest_path: Path) -> bool:
 
 
 def save(manifest_path: Path, ident: str, capacity: int,
-         rows: Iterable[tuple[str, str, np.ndarray | bytes]]) -> bool:
+         rows: Iterable[tuple[str, str, np.ndarray | bytes]],
+         base: dict[str, Any] | None = None) -> bool:
     """Write the snapshot of one manifest state from its ``(id, path, vector)`` rows, in the
     order a reader's table would have them (a writer, when it closes). The arrays are filled
     in place on disk, so a million rows cost their files, not their memory. ``capacity``
@@ -168,7 +222,8 @@ def save(manifest_path: Path, ident: str, capacity: int,
             assert ids is not None and where is not None
             files, lists = _grouped(folder, stem, files, matrix, ids, where, n)
         del matrix, ids, where
-        head = {"format": FORMAT, "identity": ident, "n": n, "paths": list(names), **files}
+        head = {"format": FORMAT, "identity": ident, "n": n, "paths": list(names), **files,
+                **(base or {})}
         if lists is not None:
             head["ivf"] = lists
         tmp = folder / f"{stem}.vectors-{token}.json.tmp"

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from mdsearch_ls.engine.index.manifest import Manifest
     from mdsearch_ls.engine.index.vector_store import ChromaStore
-    from mdsearch_ls.engine.search.vectors import VectorTable
+    from mdsearch_ls.engine.search.vectors import PatchedTable, VectorTable
 
 # Semantic search is exact (a matrix product over the vectors, in memory or mapped, per index
 # generation) below this many chunks: a few ms at 10k chunks, never missing a narrow filter's
@@ -86,7 +86,7 @@ class Searcher:
         self._lock = threading.Lock()
         self.cache_hits = 0
         self.notes = NoteLookups(manifest)
-        self._table: VectorTable | None = None
+        self._table: VectorTable | PatchedTable | None = None
         self._table_lock = threading.Lock()
 
     # -- note-level lookups --
@@ -360,7 +360,7 @@ class Searcher:
         assert self.store is not None  # a read-only searcher always has the vector table
         return self.store.query(qvec, sem_pool, where=where, ids=ids)
 
-    def _vector_table(self) -> VectorTable | None:
+    def _vector_table(self) -> VectorTable | PatchedTable | None:
         """The in-memory vectors for exact filtered search, reloaded when the index changed;
         None when the index is too large to hold them (Chroma filters instead)."""
         gen = self.manifest.generation
@@ -371,20 +371,17 @@ class Searcher:
             table = self._table
             if table is not None and table.generation == gen:
                 return table
-            from mdsearch_ls.engine.index import vector_snapshot
-            from mdsearch_ls.engine.search.vectors import VectorTable
+            from mdsearch_ls.engine.search.vectors import VectorTable, snapshot_table
 
-            # A snapshot of this state (mapped, with IVF lists when large) serves the writer at
-            # any size too, so it ranks as the readers mapping the same files do.
-            mapped = vector_snapshot.load(self.manifest.path,
-                                          vector_snapshot.state(self.manifest, gen))
+            # A snapshot of this state (mapped, with IVF lists when large; or the last one and
+            # what changed since) serves the writer at any size too, so it ranks as the readers
+            # mapping the same files do.
+            mapped = snapshot_table(self.manifest, gen)
             if (mapped is None and self.store is not None
                     and self.manifest.counts()[1] >= EXACT_MAX_CHUNKS):
                 return None
-            table = (VectorTable(gen, *mapped) if mapped is not None
-                     else VectorTable(gen, *self.manifest.vector_table()))
-            self._table = table
-            return table
+            self._table = mapped or VectorTable(gen, *self.manifest.vector_table())
+            return self._table
 
     def leave_snapshot(self, remap: bool = False) -> None:
         """Leave this generation's vectors for readers to map (``remap``: map them here too)."""

@@ -27,6 +27,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.index.ivf import Ivf
+    from mdsearch_ls.engine.index.manifest import Manifest
 
 BLOCK = 32_768  # rows gathered at a time for a filtered exact product: a bounded copy
 GATHER_COST = 4  # a row gathered by index costs ~4x a row of a contiguous slice (ann_bench.py)
@@ -227,3 +228,71 @@ def mean_vector(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
     v = np.mean(np.stack(vectors), axis=0)
     norm = float(np.linalg.norm(v))
     return v / norm if norm > 0 else v
+
+
+class PatchedTable:
+    """A snapshot's table and what changed since it was written (the manifest's vector journal):
+    its rows of changed chunks are left out, and those chunks' current rows (new ones too) are
+    a small exact table beside it. After a one-note save a search reads that note's vectors,
+    not every vector (0.45 s at 96k chunks), and the writer need not write every row again.
+
+    Rows are numbered base first, then the patch; a base row left out is never returned."""
+
+    def __init__(self, generation: int, base: VectorTable, dead: np.ndarray,
+                 patch: VectorTable) -> None:
+        self.generation = generation
+        self.base, self.patch = base, patch
+        self.lists = base.lists
+        self._dead = dead
+        self._dead_ids = {base.id_at(int(r)) for r in np.flatnonzero(dead)}
+
+    @property
+    def mapped(self) -> bool:
+        return self.base.mapped
+
+    def __len__(self) -> int:
+        return len(self.base) - len(self._dead_ids) + len(self.patch)
+
+    def id_at(self, row: int) -> str:
+        n = len(self.base)
+        return self.base.id_at(row) if row < n else self.patch.id_at(row - n)
+
+    def path_at(self, row: int) -> str:
+        n = len(self.base)
+        return self.base.path_at(row) if row < n else self.patch.path_at(row - n)
+
+    @cached_property
+    def rows_of_path(self) -> dict[str, np.ndarray]:
+        out = {p: rows[~self._dead[rows]] for p, rows in self.base.rows_of_path.items()}
+        for p, rows in self.patch.rows_of_path.items():
+            out[p] = np.concatenate([out.get(p, np.zeros(0, dtype=np.int64)),
+                                     rows + len(self.base)])
+        return {p: rows for p, rows in out.items() if rows.size}
+
+    def nearest(self, qvec: np.ndarray, k: int, paths: set[str] | None,
+                ids: set[str] | None) -> list[tuple[str, float]]:
+        """The base's best (over-fetched by the rows left out) and the patch's, merged: the
+        ``k`` best of the table this state would have had."""
+        dead = self._dead_ids
+        found = [h for h in self.base.nearest(qvec, k + len(dead), paths, ids)
+                 if h[0] not in dead][:k]
+        found += self.patch.nearest(qvec, k, paths, ids)
+        found.sort(key=lambda h: -h[1])
+        return found[:k]
+
+
+def snapshot_table(manifest: Manifest, generation: int) -> VectorTable | PatchedTable | None:
+    """The table of this manifest state from the writer's snapshot files (mapped): the snapshot
+    of exactly this state, or the last one patched with what changed since; None when neither
+    can be had (the caller reads every vector from the manifest)."""
+    from mdsearch_ls.engine.index import vector_snapshot
+
+    exact = vector_snapshot.load(manifest.path, vector_snapshot.state(manifest, generation))
+    if exact is not None:
+        return VectorTable(generation, *exact)
+    patched = vector_snapshot.load_patched(manifest)
+    if patched is None:
+        return None
+    base, dead, (ids, paths, matrix) = patched
+    return PatchedTable(generation, VectorTable(generation, *base), dead,
+                        VectorTable(generation, ids, paths, matrix))
