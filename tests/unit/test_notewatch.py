@@ -142,3 +142,15 @@ def test_a_network_mount_has_no_watch(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert "cifs" in (local_tree(tmp_path / "v") or "")
     monkeypatch.setattr(notewatch, "_mounts", lambda: [("/", "ext4"), ("/mnt/x y", "fuse")])
     assert local_tree(tmp_path) is None
+
+
+def test_a_vault_of_more_folders_than_its_share_of_watches_is_looked_at_in_full(
+        watched: tuple[Workspace, NoteWatch], monkeypatch: pytest.MonkeyPatch) -> None:
+    """inotify watches are the user's, shared with the editor: a vault of more folders than a
+    quarter of them gives every watch back and is looked at in full, every time."""
+    ws, watch = watched
+    monkeypatch.setattr(watch, "_budget", 2)  # the root and deep/ fit, deep/er/ does not
+    assert _full_look(ws, watch) == []
+    assert watch.touched() is None
+    write_note(ws.root, "a.md", "# A\n\nEdited.\n")
+    assert watch.touched() is None and ws.changed_notes() == ["a.md"]

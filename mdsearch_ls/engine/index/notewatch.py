@@ -79,6 +79,16 @@ def local_tree(root: Path) -> str | None:
     return None if kind in LOCAL_FILE_SYSTEMS else f"it is on a {kind or 'unknown'} mount"
 
 
+def watch_budget() -> int:
+    """How many folders one notes root may watch: a quarter of the user's inotify watches
+    (``fs.inotify.max_user_watches``: 8,192 on older kernels, more on newer), at most 4,096."""
+    try:
+        with open("/proc/sys/fs/inotify/max_user_watches", encoding="ascii") as f:
+            return min(4096, int(f.read()) // 4)
+    except (OSError, ValueError):
+        return 2048
+
+
 class NoteWatch:
     """An inotify queue over the folders of one notes root, read only when asked.
 
@@ -95,6 +105,8 @@ class NoteWatch:
         if fd < 0:
             raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
         self._fd = fd
+        self._closed = False
+        self._budget = watch_budget()
         self._folders: dict[int, str] = {}
         self._touched: set[str] = set()
         self._trusted = False
@@ -120,6 +132,14 @@ class NoteWatch:
     # ---- the walk's side (files.WalkWatch) --------------------------------------------------
 
     def directory(self, path: str, rel_dir: str) -> None:
+        if self._closed:
+            return
+        if len(self._folders) >= self._budget:
+            # inotify watches are the user's, shared with editors and file managers: a vault of
+            # more folders than our share of them is looked at in full instead
+            self._doubt = f"more than {self._budget} folders (a share of the user's watches)"
+            self.close()
+            return
         wd = self._add(self._fd, os.fsencode(path), _MASK)
         if wd < 0:  # the user's watch limit (fs.inotify.max_user_watches), a folder gone
             err = ctypes.get_errno()
@@ -151,7 +171,7 @@ class NoteWatch:
         """The notes (root-relative) an event named since the last full look and not yet
         :meth:`settled`; None when only a full look can tell."""
         self._read()
-        return set(self._touched) if self._trusted else None
+        return set(self._touched) if self._trusted and not self._closed else None
 
     def settled(self, rels: set[str]) -> None:
         """These notes were looked at and the index took in what was found."""
@@ -162,11 +182,15 @@ class NoteWatch:
         self._trusted = False
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
+        """Give the watches back (closing the queue removes them all)."""
+        if not self._closed:
+            self._closed = True
+            self._trusted = False
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
 
     def _read(self) -> None:
-        while True:
+        while not self._closed:
             try:
                 buf = os.read(self._fd, 65536)
             except BlockingIOError:
