@@ -82,8 +82,8 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
     answer = ask(index_dir_of(root, settings), request)
     if answer is None or len(answer["results"]) != len(asked):
         return None
-    log.info("searched through the mdsearch server (process %s) that holds the index",
-             answer.get("pid"))
+    log.info("searched through the mdsearch server (process %s) that holds the index; it "
+             "checked %s for changes first", answer.get("pid"), answer.get("checked", "?"))
     view = RemoteView(root.resolve())
     answers = dict(zip(map(id, asked), answer["results"], strict=True))
 

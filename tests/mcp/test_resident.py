@@ -17,12 +17,15 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp_harness import EXAMPLE_VAULT, PYTHON, McpClient, start, wait_until
+
+from mdsearch_ls.engine.index.notewatch import local_tree
 
 pytestmark = pytest.mark.slow
 
@@ -142,7 +145,11 @@ def test_a_search_through_the_server_imports_none_of_the_engine(
 
 
 def test_an_edit_made_a_moment_ago_is_found(served: tuple[McpClient, Path, Path]) -> None:
+    """At once, whether the server's check stats every note or (Linux, a local disk: an inotify
+    queue read at request time) only the files its watch named since the last search."""
     _, vault, cache = served
+    watched = sys.platform.startswith("linux") and local_tree(vault) is None
+    cli(vault, cache, "a search first: the server's first check looks at every note")
     note = vault / "operations" / "Parking garage.md"
     note.write_text("# Parking garage\n\nThe garage door code is changed every quarter by the "
                     "office manager; ask Lotte for the current four digits.\n", encoding="utf-8")
@@ -151,6 +158,11 @@ def test_an_edit_made_a_moment_ago_is_found(served: tuple[McpClient, Path, Path]
                    "--format", "paths")  # at once: the server's check sees what a scan would
         assert done.returncode == 0 and THROUGH in done.stderr, done.stderr
         assert done.stdout.strip() == "operations/Parking garage.md"
+        assert ("only what its watch named (1 file)" in done.stderr) == watched, done.stderr
+        note.write_text(note.read_text(encoding="utf-8").replace("Lotte", "the concierge"),
+                        encoding="utf-8")  # in place, no new file: the stat alone tells
+        done = cli(vault, cache, "who knows the garage door code", "-k", "1", "--format", "json")
+        assert "concierge" in done.stdout and "Lotte" not in done.stdout, done.stdout
     finally:
         note.unlink()
     done = cli(vault, cache, "which code opens the garage door", "-k", "3", "--format", "paths")

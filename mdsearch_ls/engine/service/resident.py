@@ -158,8 +158,9 @@ class ResidentSearch:
         if differ or set(req.get("settings") or {}) != set(mine):
             return {"v": PROTOCOL_RESIDENT,
                     "refused": f"settings differ: {', '.join(differ) or 'keys'}"}
+        checked = "not asked" if not req.get("update", True) else "index still being built"
         if req.get("update", True) and folder.state == FolderState.READY:
-            ws = self._bring_up_to_date(ws)
+            ws, checked = self._bring_up_to_date(ws)
         results = []
         for q in req.get("queries") or []:
             try:
@@ -181,19 +182,22 @@ class ResidentSearch:
                 "notes": list(result.notes),
                 "index": result.index.to_json(),
             })
-        return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "results": results}
+        return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "checked": checked,
+                "results": results}
 
-    def _bring_up_to_date(self, ws: Workspace) -> Workspace:
+    def _bring_up_to_date(self, ws: Workspace) -> tuple[Workspace, str]:
         """What the CLI's own search would have done first: bring the index up to date with the
         notes. The watch names the notes to look at; where it cannot (or there is none) every
         note is looked at, as the CLI would. One request looks at a time; the next finds it
-        done."""
+        done. Also says how the notes were checked (the CLI's log shows it)."""
         folder, watch = self.folder, self._watch
         with self._looking:
             touched = watch.touched() if watch is not None else None
             if watch is not None and touched is None:
                 watch.start_full_look()
             changed = ws.changed_notes(among=touched, watch=watch if touched is None else None)
+            checked = ("every note" if touched is None else f"only what its watch named "
+                       f"({len(touched)} file{'' if len(touched) == 1 else 's'})")
             try:
                 if changed is not None and len(changed) <= TARGETED_MAX:
                     for rel in changed:
@@ -214,7 +218,7 @@ class ResidentSearch:
                     watch.full_look_done()
                 elif watch is not None and touched is not None:
                     watch.settled(touched)
-        return folder.ws if folder.ws is not None else ws
+        return (folder.ws if folder.ws is not None else ws), checked
 
     def close(self) -> None:
         self._closed.set()
