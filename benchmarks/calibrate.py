@@ -106,13 +106,7 @@ def capture(ws: Workspace, items: list[tuple[str, set[str], Filters | None]], k:
     try:
         for query, relevant, filters in items:
             seen.clear()
-            ws.searcher._cache.clear()
-            try:
-                hits = ws.searcher.search(query, k, mode="hybrid", filters=filters,
-                                          per_file=1).hits
-            except QueryError:
-                hits = []
-            engine_ranks.append(first_rank([h.path for h in hits], relevant))
+            engine_ranks.append(_rank(ws, query, relevant, filters, k))
             pools.append(to_pool(seen[0], ws.searcher.params, relevant) if seen else None)
     finally:
         ranking.rank = real
@@ -198,16 +192,18 @@ def engine_ranks(ws: Workspace, items: list[tuple[str, set[str], Filters | None]
                  params: RankingParams, k: int) -> list[int | None]:
     """The real searcher's rank of each query's first right note under ``params``."""
     ws.searcher.params = params
-    out: list[int | None] = []
-    for query, relevant, filters in items:
-        ws.searcher._cache.clear()
-        try:
-            hits = ws.searcher.search(query, k, mode="hybrid", filters=filters,
-                                      per_file=1).hits
-        except QueryError:
-            hits = []
-        out.append(first_rank([h.path for h in hits], relevant))
-    return out
+    return [_rank(ws, query, relevant, filters, k) for query, relevant, filters in items]
+
+
+def _rank(ws: Workspace, query: str, relevant: set[str], filters: Filters | None,
+          k: int) -> int | None:
+    """The real searcher's rank of the query's first right note (result cache cleared)."""
+    ws.searcher._cache.clear()
+    try:
+        hits = ws.searcher.search(query, k, mode="hybrid", filters=filters, per_file=1).hits
+    except QueryError:
+        hits = []
+    return first_rank([h.path for h in hits], relevant)
 
 
 def link_items(ws: Workspace, contexts: list[LinkContext]

@@ -65,12 +65,18 @@ def test_below_the_threshold_the_snapshot_is_exact(tmp_path: Path,
     assert table.lists is not None and table.lists.nlist == ivf.list_count(N)
 
 
-@pytest.mark.usefixtures("lowered")
-def test_recall_against_exact_search(tmp_path: Path) -> None:
+def _listed_and_exact(tmp_path: Path) -> tuple[VectorTable, VectorTable, np.ndarray]:
+    """A snapshot of clustered rows with IVF lists, the same rows without them, and queries."""
     rows, queries = _clustered()
     table = _table(_save(tmp_path, rows))
     assert table.lists is not None
     exact = VectorTable(7, table._ids, (table._path_idx, table._path_names), table.matrix)
+    return table, exact, queries
+
+
+@pytest.mark.usefixtures("lowered")
+def test_recall_against_exact_search(tmp_path: Path) -> None:
+    table, exact, queries = _listed_and_exact(tmp_path)
     found = 0
     for q in queries:
         want = {cid for cid, _ in exact.nearest(q, 10, None, None)}
@@ -118,10 +124,7 @@ def test_lists_that_do_not_match_are_never_used(tmp_path: Path, damage: str) -> 
 
 @pytest.mark.usefixtures("lowered")
 def test_filters_narrow_exact_broad_through_the_lists(tmp_path: Path) -> None:
-    rows, queries = _clustered()
-    table = _table(_save(tmp_path, rows))
-    assert table.lists is not None
-    exact = VectorTable(7, table._ids, (table._path_idx, table._path_names), table.matrix)
+    table, exact, queries = _listed_and_exact(tmp_path)
     notes = sorted(set(table._path_names))
     narrow = set(notes[:20])  # 100 of 3,000 rows: searched exactly over its rows
     broad = set(notes[::2])  # half the rows: probed, then the rows it passes

@@ -50,13 +50,19 @@ def changed_notes(root: Path, settings: Settings, manifest: Manifest, index_dir:
     )
     known = manifest.file_stats()
     skipped = manifest.skipped()
-    changed = []
-    for rel, seen in found.items():
-        k = known.get(rel)
-        if (skipped.get(rel) != seen) if k is None else (k != seen):
-            changed.append(rel)
+    changed = [rel for rel, seen in found.items()
+               if _differs(seen, known.get(rel), skipped.get(rel))]
     # (a note grown past the size limit is not in `found`: an update drops it, as below)
     return changed + sorted(rel for rel in known if rel not in found)
+
+
+def _differs(seen: tuple[float, int] | None, indexed: tuple[float, int] | None,
+             skipped_as: tuple[float, int] | None) -> bool:
+    """The indexer's rule: a note is changed when its ``(mtime, size)`` is not the manifest's
+    (gone, or new), and a file skipped before in the same state stays skipped."""
+    if seen is None:
+        return indexed is not None
+    return skipped_as != seen if indexed is None else indexed != seen
 
 
 def _changed_among(root: Path, settings: Settings, manifest: Manifest, index_dir: Path | None,
@@ -78,16 +84,6 @@ def _changed_among(root: Path, settings: Settings, manifest: Manifest, index_dir
             if (st is not None and stat.S_ISREG(st.st_mode) and not sources._oversize(
                     rel, st.st_size, settings.max_file_bytes, settings.include_formats)):
                 seen = (st.st_mtime, st.st_size)
-        k = known.get(rel)
-        if (k is not None) if seen is None else (
-                (skipped.get(rel) != seen) if k is None else (k != seen)):
+        if _differs(seen, known.get(rel), skipped.get(rel)):
             changed.append(rel)
     return changed
-
-
-def pending_changes(root: Path, settings: Settings, manifest: Manifest,
-                    index_dir: Path | None) -> int:
-    """How many notes an update would read or drop (0: the index is up to date). A keyword
-    index of an older format counts as one change: only a write open converts it."""
-    changed = changed_notes(root, settings, manifest, index_dir)
-    return 1 if changed is None else len(changed)
