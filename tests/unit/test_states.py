@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pytest
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.service.folder import IndexedFolder
@@ -65,3 +68,34 @@ def test_the_process_shows_its_least_finished_state() -> None:
     assert overall_phase([P.READY, P.BUILDING]) == P.BUILDING
     assert overall_phase([P.READY, P.ERROR]) == P.READY, "one broken folder does not hide the rest"
     assert overall_phase([P.EMPTY, P.INTERRUPTED]) == P.INTERRUPTED
+
+
+def test_a_first_index_about_to_start_says_building_not_empty(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between the index's open and the start of its first run (the search socket starts there)
+    while the model still loads, a search must hear "building", never "empty": an MCP client
+    was told nothing was indexed (caught by a clean-clone CI run)."""
+    from mdsearch_ls.engine.service import folder as folder_module
+
+    root = tmp_path / "vault"
+    write_note(root, "a.md", "# A\n\nalpha\n")
+    entered, release = threading.Event(), threading.Event()
+
+    def held(cls: type, folder: IndexedFolder) -> None:
+        entered.set()
+        release.wait(30)
+
+    monkeypatch.setattr(folder_module.ResidentSearch, "open_for", classmethod(held))
+    embedder = FakeEmbedder()
+    embedder.loaded = False  # type: ignore[misc]  (as a real model still loading)
+    folder = IndexedFolder(root, Settings(), embedder)  # type: ignore[arg-type]
+    try:
+        run = folder.start_index()
+        assert entered.wait(30)
+        assert folder.index_state().state == IndexPhase.BUILDING
+        release.set()
+        run.result(timeout=30)
+        assert folder.index_state().state == IndexPhase.READY
+    finally:
+        release.set()
+        folder.close()

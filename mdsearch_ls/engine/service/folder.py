@@ -381,7 +381,7 @@ class IndexedFolder:
             phase = IndexPhase.BUILDING if self.state != STATE_ERROR else IndexPhase.EMPTY
             return IndexState(phase, done, total)
         state = self.ws.index_state()
-        if self.state == STATE_INDEXING and state.state != IndexPhase.BUILDING:
+        if self.state in (STATE_INDEXING, STATE_LOADING) and state.state != IndexPhase.BUILDING:
             return IndexState(IndexPhase.BUILDING, done, total)
         return state
 
