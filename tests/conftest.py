@@ -89,6 +89,9 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     cache = tmp_path_factory.mktemp("mdsearch-cache")
     monkeypatch.setenv("MDSEARCH_CACHE_DIR", str(cache))
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
+    # A search answered in process starts a background process by default; a test that wants
+    # one (tests/integration/test_background.py) asks for it, the rest must leave none behind.
+    monkeypatch.setenv("MDSEARCH_BACKGROUND", "off")
     return cache
 
 

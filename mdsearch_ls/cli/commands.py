@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from mdsearch_ls.cli.common import EXIT_OK, UsageError, _note, _settings, _shown
+from mdsearch_ls.cli.common import EXIT_OK, UsageError, _note, _settings, _shown, log
 from mdsearch_ls.cli.output import (
     QueryFailed,
     _check_output_args,
@@ -36,12 +36,23 @@ def cmd_index(args: argparse.Namespace) -> int:
     else:
         root = Path(args.root)
     _confirm_first_index(args, root, settings)
+    if not args.rebuild:
+        # the server that holds this index, if one does, looks for changes with its watch
+        from mdsearch_ls.cli import resident
+
+        code = resident.run_index(args, settings, root)
+        if code is not None:
+            return code
     session = _Session(args, settings)
     done = None if args.rebuild else session.nothing_to_index(root)
     if done is not None:
         if not args.quiet:
             print(f"indexed {Path(root).resolve()}: {done.summary()} (nothing had changed)")
         return EXIT_OK
+    from mdsearch_ls.engine.api import ask_to_leave, has_index, index_dir_of
+
+    if has_index(root, session.settings) and ask_to_leave(index_dir_of(root, session.settings)):
+        log.info("the background process holding the index gave it over")
     with session.open(root, "write") as ws:
         report, code = session.update(ws, rebuild=args.rebuild)
         if code:
@@ -170,6 +181,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         status, hits = print_queries(args, printer, queries, search, _index_state_note)
         if status == EXIT_OK and args.open is not None:
             return _maybe_open(args, ws, hits)
+    if status == EXIT_OK and not args.no_update:
+        # after the results: a person waiting for them must not wait for a spawn too
+        from mdsearch_ls.cli import background
+
+        background.start_after_search(args, session.settings, root)
     return status
 
 
@@ -265,6 +281,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                     token_file=args.token_file, allow_hosts=args.allow_host or [])
 
 
+def cmd_background(args: argparse.Namespace) -> int:
+    from mdsearch_ls.cli.background import cmd_background as run
+
+    return run(args)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from mdsearch_ls.lsp.app import run_stdio
 
@@ -278,4 +300,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "serve": cmd_serve,
     "mcp": cmd_mcp,
+    "background": cmd_background,
 }

@@ -74,6 +74,16 @@ examples:
   mdsearch mcp --root ~/notes --root ~/work   several folders, searched as one set
   mdsearch mcp --root ~/handbook --http 0.0.0.0:8765 --token-file ~/.config/mdsearch/team
                                               one index for a team (docs/mcp.md#http)""",
+    "background": """\
+examples:
+  mdsearch background --stop                stop the one holding this folder's index
+  MDSEARCH_BACKGROUND=off                   (in your shell's profile) never start one
+
+A search answered in its own process starts this process for its folder, and says so; the next
+searches ask it through a socket beside the index instead of loading the model and reading the
+notes again. It exits after --idle minutes without a search, and gives the index up to anything
+that needs to write it (mdsearch index --rebuild, an editor's language server). Its log is
+background.log in the index folder (mdsearch status shows where).""",
     "serve": """\
 examples:
   mdsearch serve              what an editor starts (stdio); see the README for VS Code,
@@ -221,6 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="search in this process even when a language or MCP server holding "
                    "the index could answer (it does by default, through a socket beside the "
                    "index)")
+    p.add_argument("--no-background", action="store_true",
+                   help="do not start a background process that keeps the index loaded for "
+                   "the next searches (a search answered here starts one by default and says "
+                   "so; MDSEARCH_BACKGROUND=off: never)")
     r = p.add_argument_group("a team's server (mdsearch mcp --http on another machine)")
     r.add_argument("--server", metavar="URL", default=None,
                    help="search that server's index instead of a local one, e.g. "
@@ -261,6 +275,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-host", action="append", metavar="NAME",
                    help="a Host name clients use to reach this server (beside this machine's "
                         "names); repeat for several")
+    _common(p)
+    _add_setting_flags(p, "search")
+
+    p = _subparser(sub, "background", "the process that keeps a folder's index loaded for "
+                   "the command line (a search starts it; this runs it in the foreground)")
+    p.add_argument("root", nargs="?", metavar="ROOT",
+                   help="folder of notes (default: the nearest indexed folder)")
+    p.add_argument("--stop", action="store_true",
+                   help="ask the background process holding the index to exit")
+    p.add_argument("--idle", type=float, default=15.0, metavar="MINUTES",
+                   help="exit after this long without a search (default 15)")
+    p.add_argument("--settings-json", default=None, help=argparse.SUPPRESS)
     _common(p)
     _add_setting_flags(p, "search")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,10 @@ ANSWER_S = 90.0
 but not for a server that has stopped answering; then search in process."""
 
 
-def ask(index_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
-    """The server's answer to one request, or None (no server, or it did not answer)."""
+def ask(index_dir: Path, request: dict[str, Any], want: str = "results"
+        ) -> dict[str, Any] | None:
+    """The server's answer to one request (one holding ``want``), or None (no server, or it
+    did not answer)."""
     from mdsearch_ls.engine.api import private_dir, resident_socket_path
 
     path = resident_socket_path(index_dir)
@@ -58,8 +61,8 @@ def ask(index_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
         return None
     finally:
         sock.close()
-    if not isinstance(answer, dict) or answer.get("refused") or "results" not in answer:
-        log.info("the server did not take the search (%s): searching in process",
+    if not isinstance(answer, dict) or answer.get("refused") or want not in answer:
+        log.info("the server did not take the request (%s): doing it in process",
                  answer.get("refused") if isinstance(answer, dict) else "no answer")
         return None
     return answer
@@ -99,6 +102,30 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
     if status == EXIT_OK and args.open is not None:
         return _maybe_open(args, view, hits)
     return status
+
+
+def run_index(args: argparse.Namespace, settings: Settings, root: Path) -> int | None:
+    """``mdsearch index`` answered by the server that holds the index: it looks for changes
+    (with its watch where it has one), writes them on its writer thread and reports what it
+    wrote, printed as a run here prints it; None when the CLI must index by itself."""
+    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, has_index, index_dir_of, ranking_settings
+
+    settings = with_remembered_formats(args, settings, root)
+    if not has_index(root, settings):
+        return None
+    answer = ask(index_dir_of(root, settings),
+                 {"v": PROTOCOL_RESIDENT, "settings": ranking_settings(settings), "index": True},
+                 want="summary")
+    if answer is None:
+        return None
+    log.info("indexed through the mdsearch server (process %s) that holds the index; it "
+             "checked %s for changes", answer.get("pid"), answer.get("checked", "?"))
+    if not args.quiet:
+        for warning in answer.get("warnings") or ():
+            print(f"mdsearch: warning: {warning}", file=sys.stderr)
+        done = "" if answer.get("changed") else " (nothing had changed)"
+        print(f"indexed {root.resolve()}: {answer['summary']}{done}")
+    return EXIT_OK
 
 
 def _hit(view: RemoteView, h: dict[str, Any]) -> Any:

@@ -96,6 +96,10 @@ _WHERE: dict[str, str] = {
     "private_dir": "mdsearch_ls.engine.service.resident_rules",
     "ranking_settings": "mdsearch_ls.engine.service.resident_rules",
     "resident_socket_path": "mdsearch_ls.engine.service.resident_rules",
+    "ask_to_leave": "mdsearch_ls.engine.service.resident_rules",
+    "writer_alive": "mdsearch_ls.engine.index.layout",
+    "serve_in_background": "mdsearch_ls.engine.service.background",
+    "IDLE_S": "mdsearch_ls.engine.service.background",
 }
 
 
@@ -121,6 +125,7 @@ if TYPE_CHECKING:
         has_index,
         index_dir_of,
         index_formats,
+        writer_alive,
     )
     from mdsearch_ls.engine.notes.chunking import Heading, outline
     from mdsearch_ls.engine.notes.decoding import lone_surrogate_field
@@ -137,6 +142,7 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.search.preview import plain_text, snippet
     from mdsearch_ls.engine.search.query import QueryError
     from mdsearch_ls.engine.search.requests import MAX_LIMIT, RelatedRequest, SearchRequest
+    from mdsearch_ls.engine.service.background import IDLE_S, serve_in_background
     from mdsearch_ls.engine.service.folder import (
         STATE_ERROR,
         STATE_INDEXING,
@@ -148,6 +154,7 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.service.folders import Folders, notes_under
     from mdsearch_ls.engine.service.resident_rules import (
         PROTOCOL_RESIDENT,
+        ask_to_leave,
         private_dir,
         ranking_settings,
         resident_socket_path,
@@ -191,6 +198,7 @@ def is_markdown(path: str) -> bool:
 
 
 __all__ = [
+    "IDLE_S",
     "LINK_STYLES",
     "MARKDOWN_SUFFIXES",
     "MAX_LIMIT",
@@ -236,6 +244,7 @@ __all__ = [
     "VectorServerError",
     "Workspace",
     "WritingAids",
+    "ask_to_leave",
     "broad_root_reason",
     "count_notes",
     "create_embedder",
@@ -256,7 +265,9 @@ __all__ = [
     "query_terms",
     "ranking_settings",
     "resident_socket_path",
+    "serve_in_background",
     "snippet",
     "window",
     "wrap",
+    "writer_alive",
 ]

@@ -10,7 +10,8 @@ front end:
 * reads (search, related) run on any thread and never wait for the writer;
 * when another process holds the index (an editor beside the MCP server, a second editor
   window), the folder searches it read-only, and takes over writing (then catches up) as soon as
-  that process lets go: at the next change it is asked to index, and on a timer.
+  that process lets go: at the next change it is asked to index, and on a timer; a background
+  process the CLI started (:mod:`.background`) is asked to let go at once.
 
 A front end gives two callbacks: ``on_change`` (state or counts changed: refresh a status bar)
 and ``on_message`` (something a person should read, once).
@@ -37,6 +38,7 @@ from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.service.idle import IdleTimer
 from mdsearch_ls.engine.service.reading import read_checked
 from mdsearch_ls.engine.service.resident import ResidentSearch
+from mdsearch_ls.engine.service.resident_rules import ask_to_leave
 from mdsearch_ls.engine.states import FolderState, IndexPhase, Progress
 from mdsearch_ls.engine.workspace import IndexState, Related, SearchResult, Workspace
 from mdsearch_ls.engine.writing.aids import WritingAids
@@ -150,7 +152,11 @@ class IndexedFolder:
             self._opened.set()
         self._tell_healed(self.ws)
         self._resident = self._resident or ResidentSearch.open_for(self)  # CLI searches
-        if self.ws.read_only:
+        if self.ws.read_only and ask_to_leave(self.ws.index_dir):
+            # the holder was a background process the CLI started; it has closed the index,
+            # so the take-over that follows (start_index) makes this one the writer at once
+            log.info("%s: the background mdsearch process gave the index over", self.name)
+        elif self.ws.read_only:
             log.info("%s: %s", self.name, self.ws.read_only_reason)
             self._on_message(
                 f"mdsearch: another mdsearch process (another editor window?) is indexing "
@@ -386,29 +392,27 @@ class IndexedFolder:
         return state
 
     def search(self, request: SearchRequest) -> SearchResult:
-        ws = self.ws
-        if ws is None:
+        if (ws := self.ws) is None:
             return SearchResult([], request.notes, self.index_state())
         return dataclasses.replace(ws.search(request), index=self.index_state())
 
     def related(self, request: RelatedRequest) -> Related:
-        ws = self.ws
-        if ws is None:
-            return Related(None, [])
-        return ws.related(request)
+        return ws.related(request) if (ws := self.ws) is not None else Related(None, [])
 
     @property
     def writing(self) -> WritingAids | None:
         """The index's writing aids (link completion, mentions, ...); None until it is open."""
-        ws = self.ws
-        return ws.writing if ws is not None else None
+        return ws.writing if (ws := self.ws) is not None else None
+
+    @property
+    def resident(self) -> ResidentSearch | None:
+        """The socket this folder answers the command line on, if it listens."""
+        return self._resident
 
     def note_path(self, path: str | Path) -> str | None:
         """Root-relative path of a note (absolute or relative), None outside the folder."""
         if self.ws is not None:
             return self.ws.note_path(path)
-        from mdsearch_ls.engine.notes import files as sources
-
         p = Path(path)
         return sources.relpath(self.root, p if p.is_absolute() else self.root / p)
 
@@ -416,17 +420,14 @@ class IndexedFolder:
         return (ws := self.ws) is not None and ws.is_indexed(rel)
 
     def wait_open(self, timeout: float | None = None) -> bool:
-        """Wait until the first open of the index was tried (True) or ``timeout`` passed.
-
-        A search that arrives while the process starts waits for this instead of answering
-        "nothing indexed" about an index that exists on disk and takes a second to open.
-        """
+        """Wait until the first open of the index was tried (True) or ``timeout`` passed: a
+        search arriving at start-up must not answer "nothing indexed" about an index on disk
+        that takes a second to open."""
         return self._opened.wait(timeout)
 
     def notes(self) -> list[str]:
         """Root-relative paths of the notes in the index (empty before it is open)."""
-        ws = self.ws
-        return ws.notes() if ws is not None else []
+        return ws.notes() if (ws := self.ws) is not None else []
 
     def accepts(self, rel: str) -> bool:
         """Whether the index would take this note (include/exclude globs, ignored folders such
@@ -449,8 +450,7 @@ class IndexedFolder:
                             formats=self.settings.include_formats)
 
     def status(self) -> dict[str, Any]:
-        ws = self.ws
-        info = ws.status() if ws is not None else {}
+        info = ws.status() if (ws := self.ws) is not None else {}
         return {
             "root": str(self.root), "name": self.name,
             "files": info.get("files", 0), "chunks": info.get("chunks", 0),
@@ -468,16 +468,15 @@ class IndexedFolder:
         self._cancel_timers()
         self._stop_listening()
         self._executor.shutdown(wait=True, cancel_futures=True)
-        if self.ws is not None:
-            self.ws.close()
-            self.ws = None
-        for ws in self._retired:
-            ws.close()
+        for ws in (self.ws, *self._retired):
+            if ws is not None:
+                ws.close()
+        self.ws = None
         self._retired.clear()
 
     def _stop_listening(self) -> None:
-        if self._resident is not None:
-            self._resident, resident = None, self._resident
+        if (resident := self._resident) is not None:
+            self._resident = None
             resident.close()
 
     def _cancel_timers(self) -> None:

@@ -26,11 +26,14 @@ import logging
 import os
 import socket
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.engine.errors import RequestError
+from mdsearch_ls.engine.index.embed_queue import IndexReport
 from mdsearch_ls.engine.index.freshness import TARGETED_MAX
 from mdsearch_ls.engine.index.notewatch import NoteWatch
 from mdsearch_ls.engine.search.preview import snippet_text
@@ -69,6 +72,13 @@ class ResidentSearch:
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="mdsearch-resident")
         self._looking = threading.Lock()
         self._watch: NoteWatch | None = None
+        self.last_asked = time.monotonic()
+        """When a request last came (``time.monotonic``): a background process leaves after
+        a while without one."""
+        self.on_leave: Callable[[], None] | None = None
+        """Set by a background process (:mod:`.background`), which exists only to answer here
+        and so gives way to whatever asks: closes its folder, releasing the writer lock. A
+        server a person started never leaves on request."""
 
     @classmethod
     def open_for(cls, folder: IndexedFolder) -> ResidentSearch | None:
@@ -142,13 +152,20 @@ class ResidentSearch:
                 conn.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
 
     def answer(self, req: dict[str, Any]) -> dict[str, Any]:
-        """The search of one request, or why this server will not answer it (the CLI then
-        searches by itself; a query the engine refuses is an answer too)."""
+        """The answer to one request (a search, an index run, or a background process asked to
+        leave), or why this server will not answer it (the CLI then does it by itself; a query
+        the engine refuses is an answer too)."""
         if not isinstance(req, dict):
             return {"v": PROTOCOL_RESIDENT, "refused": "bad request: not a JSON object"}
         if req.get("v") != PROTOCOL_RESIDENT:
             return {"v": PROTOCOL_RESIDENT, "refused": f"protocol {req.get('v')!r}, this server "
                     f"speaks {PROTOCOL_RESIDENT}"}
+        self.last_asked = time.monotonic()
+        if req.get("who"):
+            return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(),
+                    "background": self.on_leave is not None}
+        if req.get("leave"):
+            return self._leave()
         folder = self.folder
         ws = folder.ws
         if ws is None or ws.read_only or folder.closed:
@@ -158,9 +175,11 @@ class ResidentSearch:
         if differ or set(req.get("settings") or {}) != set(mine):
             return {"v": PROTOCOL_RESIDENT,
                     "refused": f"settings differ: {', '.join(differ) or 'keys'}"}
+        if req.get("index"):
+            return self._index(ws)
         checked = "not asked" if not req.get("update", True) else "index still being built"
         if req.get("update", True) and folder.state == FolderState.READY:
-            ws, checked = self._bring_up_to_date(ws)
+            ws, checked, _ = self._bring_up_to_date(ws)
         results = []
         for q in req.get("queries") or []:
             try:
@@ -185,12 +204,45 @@ class ResidentSearch:
         return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "checked": checked,
                 "results": results}
 
-    def _bring_up_to_date(self, ws: Workspace) -> tuple[Workspace, str]:
+    def _leave(self) -> dict[str, Any]:
+        """A background process closes its folder before it answers, so the asker holds the
+        writer lock's freedom in its hand when the answer comes, without polling for it."""
+        if self.on_leave is None:
+            return {"v": PROTOCOL_RESIDENT, "refused": "not a background process: a server a "
+                    "person started keeps its index"}
+        log.info("%s: asked to leave (another mdsearch process needs the index)",
+                 self.folder.name)
+        self.on_leave()
+        return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "left": True}
+
+    def _index(self, ws: Workspace) -> dict[str, Any]:
+        """``mdsearch index`` answered here: the same look as before a search, and the report
+        of what it wrote (the report a run in the CLI would print). Refused while the first
+        build runs: the CLI then says who holds the index, as before."""
+        if self.folder.state != FolderState.READY:
+            return {"v": PROTOCOL_RESIDENT, "refused": "index still being built"}
+        started = time.perf_counter()
+        ws, checked, report = self._bring_up_to_date(ws)
+        if report is None:
+            raise RuntimeError("the index could not be brought up to date here")
+        status = ws.status()
+        report.files_total, report.chunks_total = int(status["files"]), int(status["chunks"])
+        if not (report.files_indexed or report.files_deleted or report.files_skipped):
+            report.files_unchanged = report.files_total
+        report.seconds = time.perf_counter() - started
+        return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "checked": checked,
+                "summary": report.summary(), "warnings": list(report.warnings),
+                "changed": bool(report.files_indexed or report.files_deleted
+                                or report.chunks_written)}
+
+    def _bring_up_to_date(self, ws: Workspace) -> tuple[Workspace, str, IndexReport | None]:
         """What the CLI's own search would have done first: bring the index up to date with the
         notes. The watch names the notes to look at; where it cannot (or there is none) every
         note is looked at, as the CLI would. One request looks at a time; the next finds it
-        done. Also says how the notes were checked (the CLI's log shows it)."""
+        done. Also says how the notes were checked (the CLI's log shows it), and what was
+        written (None when the update failed and the index is searched as it is)."""
         folder, watch = self.folder, self._watch
+        report: IndexReport | None = None
         with self._looking:
             touched = watch.touched() if watch is not None else None
             if watch is not None and touched is None:
@@ -200,17 +252,17 @@ class ResidentSearch:
                        f"({len(touched)} file{'' if len(touched) == 1 else 's'})")
             try:
                 if changed is not None and len(changed) <= TARGETED_MAX:
-                    for rel in changed:
-                        folder.queue(rel, "update")
-                    if changed:
-                        folder.settled().result(timeout=UPDATE_WAIT_S)
-                        # a failed write is logged by the writer, not raised: look again
-                        if ws.changed_notes(among=changed):
-                            raise RuntimeError("the update left notes behind")
+                    # on the writer thread, in turn with the folder's other writes; the
+                    # update's own report is the one `mdsearch index` prints
+                    report = (folder.submit(_update, folder, changed)
+                              .result(timeout=UPDATE_WAIT_S) if changed else IndexReport())
+                    if changed and ws.changed_notes(among=changed):
+                        raise RuntimeError("the update left notes behind")
                 else:
-                    folder.start_index().result(timeout=UPDATE_WAIT_S)
+                    report = folder.start_index().result(timeout=UPDATE_WAIT_S)
             except Exception as exc:  # the writer reports its failure; searched as it is
                 log.info("%s: searching without the update: %s", folder.name, exc)
+                report = None
                 if watch is not None:
                     watch.distrust()
             else:
@@ -218,7 +270,7 @@ class ResidentSearch:
                     watch.full_look_done()
                 elif watch is not None and touched is not None:
                     watch.settled(touched)
-        return (folder.ws if folder.ws is not None else ws), checked
+        return (folder.ws if folder.ws is not None else ws), checked, report
 
     def close(self) -> None:
         self._closed.set()
@@ -231,6 +283,14 @@ class ResidentSearch:
                 sock.close()
             with contextlib.suppress(OSError):
                 self.path.unlink()
+
+
+def _update(folder: IndexedFolder, changed: list[str]) -> IndexReport:
+    """The named notes written (or dropped); writer thread only."""
+    ws = folder.ws
+    if ws is None or ws.read_only or folder.closed:
+        raise RuntimeError("the index is not open for writing here")
+    return ws.update(changed)
 
 
 def _read_line(conn: socket.socket) -> bytes:

@@ -61,3 +61,35 @@ def ranking_settings(settings: Settings) -> dict[str, Any]:
     """The fields of :data:`RANKING_FIELDS` as JSON values (tuples as lists)."""
     return {f: list(v) if isinstance(v := getattr(settings, f), tuple) else v
             for f in RANKING_FIELDS}
+
+
+def ask_to_leave(index_dir: Path, timeout: float = 35.0) -> bool:
+    """Ask the process answering on ``index_dir``'s socket to give the index up; True once a
+    background process has closed it (its writer lock is then free). A server a person started
+    refuses, and no socket, a stale one or no answer is False: the caller meets the lock as it
+    would have."""
+    import json
+    import socket
+
+    path = resident_socket_path(index_dir)
+    if not path.exists() or (path.parent != Path(index_dir)
+                             and not private_dir(path.parent, create=False)):
+        return False
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(2.0)
+        sock.connect(str(path))
+        sock.settimeout(timeout)
+        sock.sendall(json.dumps({"v": PROTOCOL_RESIDENT, "leave": True}).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            more = sock.recv(4096)
+            if not more:
+                break
+            data += more
+        answer = json.loads(data)
+    except (OSError, ValueError):
+        return False
+    finally:
+        sock.close()
+    return isinstance(answer, dict) and answer.get("left") is True

@@ -1,0 +1,165 @@
+"""The background process (issue 26): a search answered in its own process starts one and says
+so; the next searches and ``mdsearch index`` go through it and print what they print without
+it; it is never started when switched off; it leaves when idle, and gives the index up to
+``mdsearch index --rebuild`` and to a server opening the folder. Real processes, the real model,
+a real index on disk."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLE_VAULT
+from tests.integration.conftest import run_cli
+from tests.mcp.mcp_harness import wait_until
+
+pytestmark = pytest.mark.slow
+
+QUERY = "what do we do when more than 5% of requests fail"
+ON = {"MDSEARCH_BACKGROUND": ""}
+STARTED = re.compile(r"started a background process \(pid (\d+)\)")
+
+
+@pytest.fixture
+def indexed(tmp_path: Path, real_embedder: Any, monkeypatch: pytest.MonkeyPatch
+            ) -> Iterator[tuple[Path, Path]]:
+    from mdsearch_ls.config import Settings
+    from mdsearch_ls.engine.api import Workspace, ask_to_leave, index_dir_of
+
+    vault = shutil.copytree(EXAMPLE_VAULT, tmp_path / "vault")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MDSEARCH_CACHE_DIR", str(cache))
+    with Workspace.open(vault, Settings(), "write", embedder=real_embedder) as ws:
+        ws.index()
+    try:
+        yield vault, cache
+    finally:  # whatever a test left running goes with it
+        ask_to_leave(index_dir_of(vault, Settings()))
+
+
+def ask(vault: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+    from mdsearch_ls.config import Settings
+    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, index_dir_of, resident_socket_path
+
+    path = resident_socket_path(index_dir_of(vault, Settings()))
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(30)
+            s.connect(str(path))
+            s.sendall(json.dumps({"v": PROTOCOL_RESIDENT, **request}).encode() + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                more = s.recv(65536)
+                if not more:
+                    break
+                data += more
+        return json.loads(data)
+    except (OSError, ValueError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody reaped yet has exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_a_search_starts_one_says_so_and_the_next_searches_go_through_it(indexed):
+    vault, cache = indexed
+    first = run_cli("search", QUERY, "-k", "3", cwd=vault, cache=cache, env=ON)
+    assert first.returncode == 0, first.stderr
+    started = STARTED.search(first.stderr)
+    assert started, first.stderr
+    pid = int(started.group(1))
+    who = wait_until(lambda: ask(vault, {"who": True}), 120, "the background process answers")
+    assert who == {"v": 1, "pid": pid, "background": True}
+
+    second = run_cli("search", QUERY, "-k", "3", "-v", cwd=vault, cache=cache, env=ON)
+    assert second.returncode == 0, second.stderr
+    assert f"searched through the mdsearch server (process {pid})" in second.stderr
+    assert not STARTED.search(second.stderr)  # one is running: none started again
+    assert second.stdout == first.stdout  # what a search in process printed
+
+    # a note written since: `index` through it writes that note alone, and a search finds it
+    (vault / "Zebras.md").write_text("# Zebra migration\n\nThe herd moves north each spring, "
+                                     "along the river.\n", encoding="utf-8")
+    index = run_cli("index", "-v", cwd=vault, cache=cache, env=ON)
+    assert index.returncode == 0, index.stderr
+    assert f"indexed through the mdsearch server (process {pid})" in index.stderr
+    assert "21 files" in index.stdout and "1 indexed" in index.stdout, index.stdout
+    again = run_cli("index", cwd=vault, cache=cache, env=ON)
+    assert "(nothing had changed)" in again.stdout, again.stdout
+    found = run_cli("search", "when does the herd move", "-k", "1", "--format", "paths",
+                    cwd=vault, cache=cache, env=ON)
+    assert found.stdout.strip().endswith("Zebras.md"), found
+
+    # a rebuild needs the writer lock: the background process gives it up and exits
+    rebuild = run_cli("index", "--rebuild", cwd=vault, cache=cache, env=ON)
+    assert rebuild.returncode == 0, rebuild.stderr
+    assert "21 files" in rebuild.stdout
+    wait_until(lambda: not alive(pid), 60, "the background process exits")
+
+
+@pytest.mark.parametrize("how", [{"MDSEARCH_BACKGROUND": "off"}, "--no-background",
+                                 "--no-resident"])
+def test_switched_off_none_is_started(indexed, how):
+    vault, cache = indexed
+    env, flags = (how, ()) if isinstance(how, dict) else (ON, (how,))
+    run = run_cli("search", QUERY, "-k", "1", *flags, cwd=vault, cache=cache, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "background" not in run.stderr
+    assert ask(vault, {"who": True}) is None
+
+
+def test_it_exits_after_its_idle_time(indexed, tmp_path):
+    vault, _ = indexed
+    with open(tmp_path / "log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "mdsearch_ls", "background", str(vault),
+                                 "--idle", "0.05", "-v"], stdout=log, stderr=log)
+    try:
+        wait_until(lambda: ask(vault, {"who": True}), 120, "the background process answers")
+        assert proc.wait(timeout=60) == 0  # 3 s without a request
+    finally:
+        proc.kill()
+    assert "no request for" in (tmp_path / "log").read_text()
+    assert ask(vault, {"who": True}) is None
+
+
+def test_a_server_opening_the_folder_becomes_its_writer_at_once(indexed, tmp_path,
+                                                                real_embedder):
+    """What the language and MCP servers do on start (the folders service they share): the
+    background process leaves, and the server writes the index without the 10 s wait of a
+    take-over from another server."""
+    from mdsearch_ls.config import Settings
+    from mdsearch_ls.engine.api import Folders
+
+    vault, _ = indexed
+    with open(tmp_path / "log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "mdsearch_ls", "background", str(vault)],
+                                stdout=log, stderr=log)
+    folders = Folders(Settings(), embedder=real_embedder)
+    try:
+        wait_until(lambda: ask(vault, {"who": True}), 120, "the background process answers")
+        folder = folders.add(vault, Settings())
+        assert folder is not None
+        report = folders.index(folder).result(timeout=120)
+        assert report is not None and folder.ws is not None and not folder.ws.read_only
+        assert proc.wait(timeout=60) == 0
+        # and the socket is now the server's, which a person started: it does not leave
+        assert ask(vault, {"who": True})["background"] is False
+        assert ask(vault, {"leave": True})["refused"].startswith("not a background process")
+    finally:
+        folders.close()
+        proc.kill()
