@@ -169,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         env = {k: v for k, v in os.environ.items()
                if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
         env["MDSEARCH_CACHE_DIR"] = str(Path(tmp) / "cache")
+        # each search in its own process, as without the background process a search starts
+        env["MDSEARCH_BACKGROUND"] = "off"
         wall, rss, code = timed([*MDSEARCH, "index", str(root), "-q"], env)
         assert code == 0, "mdsearch index failed"
         result["index_corpus"] = {"wall_s": round(wall, 2), "peak_rss_mb": round(rss)}

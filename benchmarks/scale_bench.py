@@ -3,7 +3,8 @@ and the vector layer alone at 100k and 1M.
 
     python benchmarks/scale_bench.py [--work DIR] [--copies 12] [--rounds 5] [--queries 40]
                                      [--synthetic 100000,1000000] [--skip-server] [--out FILE]
-                                     [--parts processes,resident,in_process,server,vectors]
+                                     [--parts processes,resident,background,in_process,server,
+                                              vectors]
 
 **The vaults** (built once under ``--work``, default ``/tmp/mdsearch-scale``, and reused): ``v8``
 is tldr (``../shared/corpora/tldr/pages``, 7,425 notes, about 8k chunks) as ``v8/c01``; ``v96``
@@ -26,6 +27,12 @@ exactly as typed, a different one each round.
 
 **Through a server**: the same ``mdsearch search`` while an ``mdsearch mcp`` server holds the
 index (the CLI asks it through the socket beside the index), and that server's RSS once up.
+
+**Through the background process** (part ``background``): the whole-process commands again while
+``mdsearch background`` holds each vault's index (what a search starts by default; the rows
+above run with ``MDSEARCH_BACKGROUND=off``): search, keyword search, the search right after a
+save, ``index`` after it and the no-op ``index`` all ask it through its socket (``status`` reads
+the index itself). And the background process's RSS after the rounds.
 
 **In process**: ``Workspace.open(vault, "read")`` and ``search`` of ``--queries`` nl2bash queries
 (hybrid, k 10; each query new, so no result cache answers), p50/p95 per vault.
@@ -237,6 +244,37 @@ def resident(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[str,
     return out
 
 
+def background(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[str, str]
+               ) -> dict[str, Any]:
+    """The commands of :func:`processes` while ``mdsearch background`` holds each index."""
+    from mdsearch_ls.engine.api import ask_to_leave
+
+    env = {**env, "MDSEARCH_BACKGROUND": ""}
+    procs = {}
+    try:
+        for name, vault in vaults.items():
+            procs[name] = subprocess.Popen([*MDSEARCH, "background", str(vault)],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                           env=env)
+            deadline = time.monotonic() + 900
+            while True:  # up: the CLI says it searched through it
+                done = subprocess.run([*MDSEARCH, "search", "warm up", "-v"], cwd=vault,
+                                      env=env, capture_output=True, text=True)
+                if "searched through the mdsearch server" in done.stderr:
+                    break
+                if time.monotonic() > deadline or procs[name].poll() is not None:
+                    raise SystemExit(f"the background process of {name} did not answer")
+        out = processes(vaults, qs, rounds, env)
+        out["background_rss_mb"] = {
+            name: round(int(Path(f"/proc/{p.pid}/status").read_text()
+                            .split("VmRSS:")[1].split()[0]) / 1024) for name, p in procs.items()}
+        return out
+    finally:
+        for name, proc in procs.items():
+            ask_to_leave(index_dir(vaults[name]))
+            proc.wait(60)
+
+
 def in_process(vault: Path, qs: list[str]) -> dict[str, float]:
     from mdsearch_ls.config import Settings
     from mdsearch_ls.engine.api import SearchRequest, Workspace, create_embedder
@@ -310,18 +348,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--synthetic", default="100000,1000000")
     ap.add_argument("--skip-server", action="store_true")
-    ap.add_argument("--parts", default="processes,resident,in_process,server,vectors",
+    ap.add_argument("--parts", default="processes,resident,background,in_process,server,vectors",
                     help="what to measure; the other parts of an existing --out are kept")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
     args = ap.parse_args(argv)
     as_installed()
     work = args.work.resolve()
-    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(work / "cache")}
+    # every row but the background part's runs each search in its own process
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(work / "cache"), "MDSEARCH_BACKGROUND": "off"}
     os.environ["MDSEARCH_CACHE_DIR"] = env["MDSEARCH_CACHE_DIR"]
     qs = queries()
     parts = set(args.parts.split(","))
     kept = (json.loads(args.out.read_text(encoding="utf-8"))
-            if parts != {"processes", "resident", "in_process", "server", "vectors"}
+            if parts != {"processes", "resident", "background", "in_process", "server",
+                         "vectors"}
             and args.out.exists() else {})
     result: dict[str, Any] = {**kept, "machine": {"cpus": os.cpu_count(),
                                                   "python": platform.python_version(),
@@ -336,6 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     if "resident" in parts:
         result["search_through_a_server"] = resident(vaults, qs[50: 50 + args.rounds],
                                                      args.rounds, env)
+    if "background" in parts:
+        result["through_the_background_process"] = background(
+            vaults, qs[300: 300 + args.rounds], args.rounds, env)
     if "in_process" in parts:
         result["in_process"] = {name: in_process(v, qs[100: 100 + args.queries])
                                 for name, v in vaults.items()}
@@ -348,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     result["load_at_end"] = os.getloadavg()[0]
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: result.get(k) for k in ("processes", "search_through_a_server",
+                                                 "through_the_background_process",
                                                  "in_process")}, indent=1))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

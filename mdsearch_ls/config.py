@@ -314,8 +314,8 @@ class Settings:
     resident: bool = setting(
         True, _bool, "A language or MCP server that holds a folder's index also answers the "
         "command line's searches of it, through an owner-only socket beside the index, so a "
-        "search from a terminal costs what one in the editor does; nothing is started for it. "
-        "Off: servers open no socket (mdsearch search --no-resident skips it once).",
+        "search from a terminal costs what one in the editor does. Off: servers open no "
+        "socket (mdsearch search --no-resident skips it once).",
         client="resident", applies="server")
     max_chunks_per_file: int = setting(
         2_000, _int(1, 1_000_000), "Most chunks indexed from one note; a note over it is indexed "

@@ -257,6 +257,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     session = _Session(args, settings)
     with session.open(root, "read") as ws:
         info = ws.status()
+        info["served_by"] = _served_by(ws.index_dir)
         if args.json:
             print(json.dumps(info))
         else:
@@ -268,7 +269,25 @@ def cmd_status(args: argparse.Namespace) -> int:
             if state in ("building", "interrupted"):
                 state += f" ({index['files_done']} of {index['files_total']} notes)"
             print(f"{'state':12} {state}")
+            served = info["served_by"]
+            print(f"{'served by':12} " + (
+                "nothing: each search runs in its own process" if served is None
+                else f"{'a background process' if served['background'] else 'a server'} "
+                f"(pid {served['pid']}), through {served['socket']}"))
     return EXIT_OK
+
+
+def _served_by(index_dir: Path) -> dict[str, Any] | None:
+    """The process that answers this index's searches through its socket, if one does: a
+    person should be able to see what runs on their behalf."""
+    from mdsearch_ls.cli.resident import ask
+    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, resident_socket_path
+
+    who = ask(index_dir, {"v": PROTOCOL_RESIDENT, "who": True}, want="pid")
+    if who is None:
+        return None
+    return {"pid": who["pid"], "background": bool(who.get("background")),
+            "socket": str(resident_socket_path(index_dir))}
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

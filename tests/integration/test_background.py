@@ -91,6 +91,10 @@ def test_a_search_starts_one_says_so_and_the_next_searches_go_through_it(indexed
     assert f"searched through the mdsearch server (process {pid})" in second.stderr
     assert not STARTED.search(second.stderr)  # one is running: none started again
     assert second.stdout == first.stdout  # what a search in process printed
+    status = run_cli("status", "--json", cwd=vault, cache=cache, env=ON)
+    served = json.loads(status.stdout)["served_by"]
+    assert served["pid"] == pid and served["background"] is True
+    assert f"a background process (pid {pid})" in run_cli("status", cwd=vault, cache=cache).stdout
 
     # a note written since: `index` through it writes that note alone, and a search finds it
     (vault / "Zebras.md").write_text("# Zebra migration\n\nThe herd moves north each spring, "
