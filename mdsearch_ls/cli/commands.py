@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from mdsearch_ls.cli.common import EXIT_OK, UsageError, _note, _settings, _shown, log
+from mdsearch_ls.cli.common import EXIT_OK, UsageError, _note, _settings, _shown
 from mdsearch_ls.cli.output import (
     QueryFailed,
     _check_output_args,
@@ -49,10 +49,6 @@ def cmd_index(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"indexed {Path(root).resolve()}: {done.summary()} (nothing had changed)")
         return EXIT_OK
-    from mdsearch_ls.engine.api import ask_to_leave, has_index, index_dir_of
-
-    if has_index(root, session.settings) and ask_to_leave(index_dir_of(root, session.settings)):
-        log.info("the background process holding the index gave it over")
     with session.open(root, "write") as ws:
         report, code = session.update(ws, rebuild=args.rebuild)
         if code:

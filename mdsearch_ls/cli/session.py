@@ -99,7 +99,9 @@ class _Session:
             NotIndexedError,
             VectorServerError,
             Workspace,
+            ask_to_leave,
             has_index,
+            index_dir_of,
         )
 
         self.settings = with_remembered_formats(self.args, self.settings, root)
@@ -118,6 +120,11 @@ class _Session:
                     log.info("the index of %s is up to date: searching it as it is", root)
                     return ws
                 ws.close()
+        # A background process holding the index (one whose socket would not answer this
+        # command: other settings, another version) gives it up rather than stand in the way.
+        if (mode != "read" and has_index(root, self.settings)
+                and ask_to_leave(index_dir_of(root, self.settings))):
+            log.info("the background process holding the index of %s gave it over", root)
         # A few saved notes are written without Chroma (its import and graph cost more than
         # the rest of the search); the next writer that opens it catches it up.
         try:

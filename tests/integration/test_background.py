@@ -167,3 +167,25 @@ def test_a_server_opening_the_folder_becomes_its_writer_at_once(indexed, tmp_pat
     finally:
         folders.close()
         proc.kill()
+
+
+def test_a_search_it_cannot_answer_moves_it_aside(indexed):
+    """Other ranking settings (or another release) than the background process's: the search
+    runs in its own process, and where it must write first the background process leaves
+    instead of leaving the index un-updated; a new one with the new settings follows."""
+    vault, cache = indexed
+    first = run_cli("search", QUERY, "-k", "1", cwd=vault, cache=cache, env=ON)
+    pid = int(STARTED.search(first.stderr).group(1))
+    wait_until(lambda: ask(vault, {"who": True}), 120, "the background process answers")
+    (vault / "Zebras.md").write_text("# Zebra migration\n\nThe herd moves north each spring, "
+                                     "along the river.\n", encoding="utf-8")
+    other = run_cli("search", "when does the herd move", "-k", "1", "--fusion", "rrf",
+                    "--format", "paths", "-v", cwd=vault, cache=cache, env=ON)
+    assert other.returncode == 0, other.stderr
+    assert "settings differ: fusion" in other.stderr
+    assert "gave it over" in other.stderr
+    assert other.stdout.strip().endswith("Zebras.md")  # updated first, as a search does
+    assert "locked" not in other.stderr and "held by" not in other.stderr
+    wait_until(lambda: not alive(pid), 60, "the first background process exits")
+    started = STARTED.search(other.stderr)
+    assert started and int(started.group(1)) != pid

@@ -157,15 +157,17 @@ class ResidentSearch:
         the engine refuses is an answer too)."""
         if not isinstance(req, dict):
             return {"v": PROTOCOL_RESIDENT, "refused": "bad request: not a JSON object"}
-        if req.get("v") != PROTOCOL_RESIDENT:
-            return {"v": PROTOCOL_RESIDENT, "refused": f"protocol {req.get('v')!r}, this server "
-                    f"speaks {PROTOCOL_RESIDENT}"}
-        self.last_asked = time.monotonic()
+        # these two whatever the version: a CLI of a newer release must still be able to see
+        # and move aside the background process an older one started
         if req.get("who"):
             return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(),
                     "background": self.on_leave is not None}
         if req.get("leave"):
             return self._leave()
+        if req.get("v") != PROTOCOL_RESIDENT:
+            return {"v": PROTOCOL_RESIDENT, "refused": f"protocol {req.get('v')!r}, this server "
+                    f"speaks {PROTOCOL_RESIDENT}"}
+        self.last_asked = time.monotonic()
         folder = self.folder
         ws = folder.ws
         if ws is None or ws.read_only or folder.closed:
