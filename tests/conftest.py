@@ -17,6 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# A search answered in process starts a background process by default; a test that wants one
+# (tests/integration/test_background.py) asks for it, every other process a test starts (in
+# fixtures of any scope too) must leave none behind.
+os.environ["MDSEARCH_BACKGROUND"] = "off"
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_VAULT = REPO / "examples" / "vault"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -89,9 +94,6 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     cache = tmp_path_factory.mktemp("mdsearch-cache")
     monkeypatch.setenv("MDSEARCH_CACHE_DIR", str(cache))
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
-    # A search answered in process starts a background process by default; a test that wants
-    # one (tests/integration/test_background.py) asks for it, the rest must leave none behind.
-    monkeypatch.setenv("MDSEARCH_BACKGROUND", "off")
     return cache
 
 
