@@ -31,6 +31,9 @@ if ! .venv/bin/python -c "import pypdf, mammoth, markdownify, selectolax, orgpar
   echo "installing the document converters for their tests (mdsearch-ls[formats])" >&2
   "${pip[@]}" install -e '.[test,formats]' "${constraints[@]}"
 fi
+# Tests start no background process unless they test it (tests/integration/test_background.py
+# asks for one); the extensions' tests start mdsearch processes too.
+export MDSEARCH_BACKGROUND=off
 export MDSEARCH_REQUIRE_TORCH=1
 export MDSEARCH_REQUIRE_FORMATS=1
 export MDSEARCH_REQUIRE_MULTILINGUAL=1
