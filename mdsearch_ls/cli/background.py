@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mdsearch_ls.cli.common import EXIT_OK, _note, _said, _settings, log
+from mdsearch_ls.cli.common import EXIT_OK, UsageError, _note, _said, _settings, log
 from mdsearch_ls.config import Settings, cli_settings, settings_from_flags
 
 ENV = "MDSEARCH_BACKGROUND"
@@ -48,12 +48,14 @@ def start_after_search(args: argparse.Namespace, settings: Settings, root: Path)
     if writer_alive(index_dir):
         return
     values = {info.name: _json_value(getattr(settings, info.name)) for info in cli_settings()}
-    cmd = [sys.executable, "-m", "mdsearch_ls", "background", str(root), "-v",
+    cmd = [sys.executable, "-m", "mdsearch_ls", "background", str(Path(root).resolve()), "-v",
            "--settings-json", json.dumps(values)]
     try:
         with open(index_dir / LOG_NAME, "wb") as out:
+            # its own session (no terminal's signals), and "/" as its folder: a daemon must
+            # not keep the folder a person ran the search in busy (an unmount, a USB stick)
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                    start_new_session=True, close_fds=True)
+                                    start_new_session=True, close_fds=True, cwd="/")
     except OSError as exc:  # costs only speed: the next search runs in process again
         log.info("no background process: %s", exc)
         return
@@ -73,6 +75,9 @@ def cmd_background(args: argparse.Namespace) -> int:
     from mdsearch_ls.cli.session import _find_root
     from mdsearch_ls.engine.api import ask_to_leave, index_dir_of, serve_in_background
 
+    if not args.idle > 0:
+        raise UsageError(f"--idle: minutes without a search before it exits, more than 0; got "
+                         f"{args.idle}")
     settings = _settings(args)
     if args.settings_json:
         given = json.loads(args.settings_json)

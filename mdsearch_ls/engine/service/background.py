@@ -56,20 +56,22 @@ def serve_in_background(root: Path, settings: Settings, *, idle_s: float = IDLE_
         log.error("%s is not a directory", root)
         return 2
 
-    def leave() -> None:  # on a socket thread: the answer goes once the lock is free
+    def leave() -> bool:  # on a socket thread: the answer goes once the lock is free
         stop.set()
-        closed.wait(LEAVE_WAIT_S)
+        return closed.wait(LEAVE_WAIT_S)
 
+    folder.on_leave = leave  # before its socket listens: it answers as a background one
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        report = folders.index(folder).result()
+        report = folders.index(folder, cancel=stop.is_set).result()
         resident = folder.resident
+        if stop.is_set():
+            return 0
         if report is None or resident is None:
             log.info("%s: another process writes this index (or its socket cannot listen): "
                      "nothing for a background process to do", folder.name)
             return 3
-        resident.on_leave = leave
         log.info("%s: ready (%s); exits after %.0f s without a request", folder.name,
                  report.summary(), idle_s)
         while not stop.is_set():

@@ -105,6 +105,7 @@ class IndexedFolder:
         self._opened = threading.Event()
         self._filter: sources.SourceFilter | None = None
         self._resident: ResidentSearch | None = None
+        self.on_leave: Callable[[], bool] | None = None  # a background process's: .background
         self._idle = IdleTimer(REST_AFTER_S, lambda: self.submit(self._rest))
 
     # ---- the writer thread ----------------------------------------------------------------
@@ -480,8 +481,7 @@ class IndexedFolder:
             resident.close()
 
     def _cancel_timers(self) -> None:
-        self._idle.cancel()
-        for timer in (self._timer, self._retry):
+        for timer in (self._idle, self._timer, self._retry):
             if timer is not None:
                 timer.cancel()
 

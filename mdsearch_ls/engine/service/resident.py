@@ -27,7 +27,6 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,10 +74,6 @@ class ResidentSearch:
         self.last_asked = time.monotonic()
         """When a request last came (``time.monotonic``): a background process leaves after
         a while without one."""
-        self.on_leave: Callable[[], None] | None = None
-        """Set by a background process (:mod:`.background`), which exists only to answer here
-        and so gives way to whatever asks: closes its folder, releasing the writer lock. A
-        server a person started never leaves on request."""
 
     @classmethod
     def open_for(cls, folder: IndexedFolder) -> ResidentSearch | None:
@@ -161,7 +156,7 @@ class ResidentSearch:
         # and move aside the background process an older one started
         if req.get("who"):
             return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(),
-                    "background": self.on_leave is not None}
+                    "background": self.folder.on_leave is not None}
         if req.get("leave"):
             return self._leave()
         if req.get("v") != PROTOCOL_RESIDENT:
@@ -209,12 +204,16 @@ class ResidentSearch:
     def _leave(self) -> dict[str, Any]:
         """A background process closes its folder before it answers, so the asker holds the
         writer lock's freedom in its hand when the answer comes, without polling for it."""
-        if self.on_leave is None:
+        # Set by a background process (:mod:`.background`), which exists only to answer here
+        # and so gives way to whatever asks; a server a person started never leaves on request.
+        leave = self.folder.on_leave
+        if leave is None:
             return {"v": PROTOCOL_RESIDENT, "refused": "not a background process: a server a "
                     "person started keeps its index"}
         log.info("%s: asked to leave (another mdsearch process needs the index)",
                  self.folder.name)
-        self.on_leave()
+        if not leave():
+            return {"v": PROTOCOL_RESIDENT, "refused": "the index did not close in time"}
         return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "left": True}
 
     def _index(self, ws: Workspace) -> dict[str, Any]:
