@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.index.freshness import TARGETED_MAX
+from mdsearch_ls.engine.index.layout import index_formats
 from mdsearch_ls.engine.index.notewatch import NoteWatch
 from mdsearch_ls.engine.search.preview import snippet_text
 from mdsearch_ls.engine.search.requests import SearchRequest
@@ -183,7 +184,9 @@ class ResidentSearch:
                 "index": result.index.to_json(),
             })
         return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "checked": checked,
-                "results": results}
+                "results": results,
+                # a CLI not given --include-formats takes these, as it would from the manifest
+                "index_formats": index_formats(folder.root, folder.settings)}
 
     def _bring_up_to_date(self, ws: Workspace) -> tuple[Workspace, str]:
         """What the CLI's own search would have done first: bring the index up to date with the
