@@ -20,7 +20,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 MODES = ("hybrid", "semantic", "keyword")
 FUSIONS = ("convex", "rrf")
@@ -327,9 +327,9 @@ class Settings:
 CLIENT_ONLY = frozenset({"server", "trace"})
 
 
-@dataclass(frozen=True)
-class SettingInfo:
-    """One setting's declaration, read back from its field (for tables, flags and checks)."""
+class SettingInfo(NamedTuple):
+    """One setting's declaration, read back from its field (for tables, flags and checks); a
+    named tuple, which is defined in a tenth of a frozen dataclass's ~1 ms."""
 
     name: str
     default: Any
@@ -345,12 +345,15 @@ class SettingInfo:
         return "--" + self.name.replace("_", "-")
 
 
+_DECLARED = tuple(
+    SettingInfo(f.name, f.default, f.metadata["check"], f.metadata["doc"], f.metadata["client"],
+                f.metadata["applies"], f.metadata["cli"], f.metadata["scope"])
+    for f in dataclasses.fields(Settings))
+
+
 def declared() -> Iterator[SettingInfo]:
     """Every setting, in declaration order."""
-    for f in dataclasses.fields(Settings):
-        m = f.metadata
-        yield SettingInfo(f.name, f.default, m["check"], m["doc"], m["client"], m["applies"],
-                          m["cli"], m["scope"])
+    return iter(_DECLARED)
 
 
 CLIENT_KEYS: dict[str, str] = {s.client: s.name for s in declared()}

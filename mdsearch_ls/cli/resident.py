@@ -12,9 +12,9 @@ the server) skips it.
 
 from __future__ import annotations
 
+import _socket as socket  # the C module: socket.py's enums and selectors cost ~3 ms
 import argparse
 import json
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from typing import Any
 from mdsearch_ls.cli.common import EXIT_OK, log
 from mdsearch_ls.cli.output import QueryFailed, _maybe_open, _Printer, print_queries
 from mdsearch_ls.cli.remote import RemoteIndex, RemoteResult, RemoteView, make_hit
-from mdsearch_ls.cli.session import with_remembered_formats
+from mdsearch_ls.cli.session import READ, with_remembered_formats
 from mdsearch_ls.config import Settings
 
 CONNECT_S = 2.0
@@ -74,7 +74,6 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
     code, or None when the CLI must search by itself."""
     from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, index_dir_of, ranking_settings
 
-    settings = with_remembered_formats(args, settings, root)  # as the session does
     asked = [q for q in queries if q.error is None]
     request = {
         "v": PROTOCOL_RESIDENT, "settings": ranking_settings(settings),
@@ -82,7 +81,15 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
         "queries": [{"query": q.text, "k": args.k, "mode": args.mode, "filters": filters or None,
                      "min_score": args.min_score} for q in asked],
     }
-    answer = ask(index_dir_of(root, settings), request)
+    index_dir = index_dir_of(root, settings)
+    answer = ask(index_dir, request)
+    # The formats the index remembers count as the session counts them: the server says which
+    # (an older one does not: read here); asked with others, ask again with those.
+    stored = answer["index_formats"] if answer and "index_formats" in answer else READ
+    remembered = with_remembered_formats(args, settings, root, stored)
+    if remembered is not settings:
+        settings = remembered
+        answer = ask(index_dir, {**request, "settings": ranking_settings(settings)})
     if answer is None or len(answer["results"]) != len(asked):
         return None
     log.info("searched through the mdsearch server (process %s) that holds the index; it "

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from mdsearch_ls.cli.common import EXIT_OK, EXIT_SIGINT, UsageError, _note, _said, _shown, log
-from mdsearch_ls.cli.progress import _Progress, _ReportingEmbedder, _Signals
 from mdsearch_ls.config import Settings
 
 
@@ -53,18 +52,27 @@ def _confirm_first_index(args: argparse.Namespace, root: Path, settings: Setting
                      f"index it anyway")
 
 
-def with_remembered_formats(args: argparse.Namespace, settings: Settings, root: Path
-                            ) -> Settings:
+READ = object()
+"""``stored`` not known yet: read it from the index's manifest."""
+
+
+def with_remembered_formats(args: argparse.Namespace, settings: Settings, root: Path,
+                            stored: Any = READ) -> Settings:
     """Without ``--include-formats``, the formats the index was last built with: a search must
     not drop the PDFs that ``mdsearch index --include-formats pdf`` put in, as a note that no
-    longer matches would be dropped (``--include-formats none`` turns them off)."""
+    longer matches would be dropped (``--include-formats none`` turns them off).
+
+    ``stored``: those formats as already known (a server that holds the index sends them with
+    its answer), so the manifest need not be opened here (SQLite's import alone is ~5 ms of a
+    search the server answers); by default read from the manifest."""
     if getattr(args, "include_formats", None) is not None:
         return settings
-    from mdsearch_ls.engine.api import index_formats
+    if stored is READ:
+        from mdsearch_ls.engine.api import index_formats
 
-    stored = index_formats(root, settings)
-    if stored and stored != settings.include_formats:
-        return dataclasses.replace(settings, include_formats=stored)
+        stored = index_formats(root, settings)
+    if stored and tuple(stored) != settings.include_formats:
+        return dataclasses.replace(settings, include_formats=tuple(stored))
     return settings
 
 
@@ -77,6 +85,8 @@ class _Session:
     """What one command run shares: the progress line, the model (wrapped to report), signals."""
 
     def __init__(self, args: argparse.Namespace, settings: Settings) -> None:
+        # here, not at the top: a search a server answers needs no progress line (signal, shutil)
+        from mdsearch_ls.cli.progress import _Progress, _ReportingEmbedder
         from mdsearch_ls.engine.api import create_embedder
 
         self.args = args
@@ -186,6 +196,8 @@ class _Session:
         # The notes the read-only look found changed are all an update reads, unless the
         # writer's open found more to do (it healed damage or switched models) or there are
         # too many to go without a progress line.
+        from mdsearch_ls.cli.progress import _Signals
+
         targeted = (self._few_changed() and not rebuild and not first
                     and not ws.healed and not ws.switched and not ws.repaired)
         changed, self.changed = self.changed or [], None

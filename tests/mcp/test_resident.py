@@ -101,6 +101,10 @@ HEAVY = ("numpy", "onnxruntime", "tokenizers", "chromadb", "pathspec",
          "mdsearch_ls.engine.workspace", "mdsearch_ls.engine.search.searcher",
          "mdsearch_ls.engine.index.manifest", "mdsearch_ls.engine.embedding.onnx_backend",
          "mdsearch_ls.engine.service.resident")
+# Nor what costs a few ms of a process that is over in well under 100 ms: SQLite (the formats the
+# index remembers come with the server's answer), OpenSSL's hashlib (the index folder's digest is
+# the builtin _sha1's) and socket.py (the C module connects).
+LIGHT = ("sqlite3", "_hashlib", "socket")
 # The CLI's own entry, then what it imported, on stderr after everything it printed.
 MODULES_AFTER = ("import json, sys\n"
                  "from mdsearch_ls.cli import main\n"
@@ -133,11 +137,13 @@ def test_a_search_through_the_server_imports_none_of_the_engine(
     alone, alone_modules = cli_modules(vault, cache, QUERY, "--format", fmt, "--no-resident")
     assert alone.returncode == 0 and through.stdout == alone.stdout and through.stdout.strip()
     assert _loaded(modules, HEAVY) == []
+    assert _loaded(modules, LIGHT) == []
     # the check can fail: the same process searching by itself loads all of them but Chroma
     # (a read of an up-to-date index needs no vector store) and the server's socket
     assert set(_loaded(alone_modules, HEAVY)) >= {"numpy", "onnxruntime",
                                                   "mdsearch_ls.engine.workspace",
                                                   "mdsearch_ls.engine.search.searcher"}
+    assert "sqlite3" in alone_modules
     # the server sends each section as the plain text a snippet is cut from: the markdown
     # parser that renders it is the server's, and the process searching by itself loads it
     assert "markdown_it" not in modules

@@ -4,9 +4,15 @@ and which settings must match for the server's answer to be the CLI's."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
 import os
+import socket
+import threading
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +53,99 @@ def test_a_private_folder(tmp_path: Path) -> None:
     shared.chmod(0o755)
     assert not resident_rules.private_dir(shared, create=False)
     assert not resident_rules.private_dir(tmp_path / "absent", create=False)
+
+
+# ---- the CLI's side against a stand-in server: which formats it asks with ----------------------
+
+HIT = {"path": "a.md", "title": "A", "start_line": 0, "end_line": 1, "breadcrumb": "A",
+       "score": 0.5, "keyword_rank": 1, "snippet": "", "chunk_id": "c1", "plain": "text"}
+
+
+class _StandIn:
+    """A socket that answers as a server whose own ``include_formats`` is ``mine`` and whose
+    index remembers ``remembered`` (absent: a server from before answers named them)."""
+
+    def __init__(self, path: Path, mine: list[str], remembered: Any) -> None:
+        self.asked: list[list[str]] = []
+        self.mine, self.remembered = mine, remembered
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.sock.listen(4)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while not data.endswith(b"\n"):
+                    data += conn.recv(65536)
+                formats = json.loads(data)["settings"]["include_formats"]
+                self.asked.append(formats)
+                if formats != self.mine:
+                    answer: dict[str, Any] = {"v": 1, "refused": "settings differ"}
+                else:
+                    answer = {"v": 1, "pid": 1, "checked": "every note",
+                              "results": [{"hits": [HIT], "notes": [], "index": {}}]}
+                    if self.remembered is not ABSENT:
+                        answer["index_formats"] = self.remembered
+                conn.sendall(json.dumps(answer).encode() + b"\n")
+
+
+ABSENT = object()
+
+
+@pytest.mark.parametrize(("flag", "mine", "remembered", "stored", "asked", "answered"), [
+    # the index remembers no formats: one question, and the manifest is not opened
+    (None, [], [], "unread", [[]], True),
+    (None, [], None, "unread", [[]], True),
+    # it remembers PDFs (the server itself reads none): asked again with them, refused, so the
+    # CLI searches by itself, as it did when it read them from the manifest first
+    (None, [], ["pdf"], "unread", [[], ["pdf"]], False),
+    # the server reads PDFs: it refuses the CLI's none; the manifest says PDFs; asked again
+    (None, ["pdf"], ["pdf"], ("pdf",), [[], ["pdf"]], True),
+    # a server from before answers named them: read from the manifest, as before
+    (None, [], ABSENT, None, [[]], True),
+    (None, [], ABSENT, ("pdf",), [[], ["pdf"]], False),
+    # --include-formats given: the index's memory does not count
+    ("none", [], ["pdf"], "unread", [[]], True),
+])
+def test_a_search_asks_with_the_formats_the_index_remembers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        flag: str | None, mine: list[str], remembered: Any, stored: Any,
+        asked: list[list[str]], answered: bool) -> None:
+    from mdsearch_ls.cli import resident
+    from mdsearch_ls.config import settings_from_flags
+    from mdsearch_ls.engine import api
+    from mdsearch_ls.engine.index.layout import index_dir_of
+
+    monkeypatch.setenv("MDSEARCH_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "notes"
+    root.mkdir()
+    monkeypatch.chdir(root)  # paths are printed relative to the folder the search runs in
+    settings = settings_from_flags({"include_formats": flag})
+    index_dir = index_dir_of(root, settings)
+    index_dir.mkdir(parents=True)
+    path = resident_rules.resident_socket_path(index_dir)
+    assert path.parent == index_dir or resident_rules.private_dir(path.parent, create=True)
+
+    def read(_root: Path, _settings: Settings) -> Any:
+        assert stored != "unread", "the manifest was opened"
+        return stored
+
+    monkeypatch.setattr(api, "index_formats", read, raising=False)
+    server = _StandIn(path, mine, remembered)
+    args = argparse.Namespace(include_formats=flag, no_update=False, k=None, mode=None,
+                              min_score=None, format="paths", color="never", explain=False,
+                              queries=None, open=None, quiet=True, phrase=None)
+    query = types.SimpleNamespace(text="q", error=None, request=None)
+    try:
+        code = resident.run(args, settings, root, [query], {}, None)
+    finally:
+        server.sock.close()
+        path.unlink()
+    assert server.asked == asked
+    assert (code, capsys.readouterr().out) == ((0, "a.md\n") if answered else (None, ""))

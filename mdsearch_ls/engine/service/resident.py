@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.index.embed_queue import IndexReport
 from mdsearch_ls.engine.index.freshness import TARGETED_MAX
+from mdsearch_ls.engine.index.layout import index_formats
 from mdsearch_ls.engine.index.notewatch import NoteWatch
 from mdsearch_ls.engine.search.preview import snippet_text
 from mdsearch_ls.engine.search.requests import SearchRequest
@@ -199,7 +200,9 @@ class ResidentSearch:
                 "index": result.index.to_json(),
             })
         return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "checked": checked,
-                "results": results}
+                "results": results,
+                # a CLI not given --include-formats takes these, as it would from the manifest
+                "index_formats": index_formats(folder.root, folder.settings)}
 
     def _leave(self) -> dict[str, Any]:
         """A background process closes its folder before it answers, so the asker holds the

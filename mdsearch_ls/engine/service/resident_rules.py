@@ -5,14 +5,14 @@ and the protocol's version. The server's side is :mod:`mdsearch_ls.engine.servic
 Apart from it because the CLI reads these before it knows whether a server answers, and the
 server's module brings threads, a thread pool, ``tempfile`` and the search request types with
 it (about 8 ms of imports in a process that is over in a few tens when the server answers).
-Standard library only; ``tempfile`` is imported only for an index folder whose socket path is
-too long. ``tests/unit/test_resident_client.py`` holds both sides to the same answers.
+Standard library only; ``tempfile`` and ``hashlib`` (which loads OpenSSL: ~3 ms) are imported
+only for an index folder whose socket path is too long. ``tests/unit/test_resident_client.py``
+holds both sides to the same answers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 from pathlib import Path
@@ -37,7 +37,8 @@ def resident_socket_path(index_dir: Path) -> Path:
     path = Path(index_dir) / SOCKET_NAME
     if len(os.fsencode(str(path))) < 100:
         return path
-    import tempfile  # only for a long path: it costs a few ms (shutil, random)
+    import hashlib  # only for a long path: they cost a few ms (OpenSSL, shutil, random)
+    import tempfile
 
     digest = hashlib.sha256(os.fsencode(str(Path(index_dir)))).hexdigest()[:20]
     return Path(tempfile.gettempdir()) / f"mdsearch-{os.getuid()}" / f"{digest}.sock"
