@@ -189,3 +189,25 @@ def test_a_search_it_cannot_answer_moves_it_aside(indexed):
     wait_until(lambda: not alive(pid), 60, "the first background process exits")
     started = STARTED.search(other.stderr)
     assert started and int(started.group(1)) != pid
+
+
+def test_an_mcp_server_started_on_the_folder_takes_it_over(indexed, tmp_path):
+    """The same as a real ``mdsearch mcp`` process, through the MCP SDK's own client: the
+    assistant's server writes the index from its first scan, and the CLI asks it from then on."""
+    from tests.mcp.mcp_harness import start
+
+    vault, cache = indexed
+    first = run_cli("search", QUERY, "-k", "1", cwd=vault, cache=cache, env=ON)
+    pid = int(STARTED.search(first.stderr).group(1))
+    wait_until(lambda: ask(vault, {"who": True}), 120, "the background process answers")
+    client = start(tmp_path, [vault], cache=cache)
+    try:
+        status = client.wait_ready()
+        assert [f["read_only"] for f in status["folders"]] == [False]
+        wait_until(lambda: not alive(pid), 60, "the background process exits")
+        who = ask(vault, {"who": True})
+        assert who is not None and who["background"] is False and who["pid"] != pid
+        later = run_cli("search", QUERY, "-k", "1", "-v", cwd=vault, cache=cache, env=ON)
+        assert f"(process {who['pid']})" in later.stderr and not STARTED.search(later.stderr)
+    finally:
+        client.close()
