@@ -1,6 +1,8 @@
-"""``mdsearch search`` through the server that already holds the index, when one does.
+"""``mdsearch search`` and ``mdsearch index`` through the process that already holds the index,
+when one does.
 
-A language server or an MCP server writing a folder's index listens on a socket beside it (see
+A language server, an MCP server or the background process (:mod:`.background`) writing a
+folder's index listens on a socket beside it (see
 :mod:`mdsearch_ls.engine.service.resident`); asking it costs a connection instead of loading
 numpy, ONNX Runtime, the model and the index's tables. The output is the in-process search's,
 printed by the same printer from the same fields. Whenever the server cannot answer exactly as an

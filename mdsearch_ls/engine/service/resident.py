@@ -4,9 +4,10 @@ A search from a fresh process pays for Python, numpy, ONNX Runtime, the model an
 tables before it ranks anything (about 0.3 s of CPU that no code of ours can remove); a language
 server or an MCP server that writes the index has all of that loaded. So the writer of an index
 listens on ``<index dir>/search.sock`` (a Unix socket, owner-only, in the user's cache folder),
-and ``mdsearch search`` asks there first: one JSON line in, one JSON line out. Nothing is started
-for it: the socket exists only while a server the person started holds the index, it goes with
-that server, and the ``resident`` setting turns it off.
+and ``mdsearch search`` asks there first: one JSON line in, one JSON line out. The socket exists
+only while a process holds the index as its writer (a server the person started, or the
+background process a search started and announced: :mod:`.background`), it goes with that
+process, and the ``resident`` setting turns it off.
 
 The answer is the one an in-process search would print. The request is built by the same
 ``SearchRequest.build`` from the same arguments; the server refuses (and the CLI searches itself)
