@@ -40,7 +40,16 @@ def start_after_search(args: argparse.Namespace, settings: Settings, root: Path)
         return
     import subprocess
 
-    from mdsearch_ls.engine.api import IDLE_S, has_index, index_dir_of, writer_alive
+    from mdsearch_ls.engine.api import (
+        IDLE_S,
+        PROTOCOL_RESIDENT,
+        ask_socket,
+        background_socket_path,
+        cache_root,
+        has_index,
+        index_dir_of,
+        writer_alive,
+    )
 
     if not has_index(root, settings):
         return
@@ -48,7 +57,19 @@ def start_after_search(args: argparse.Namespace, settings: Settings, root: Path)
     if writer_alive(index_dir):
         return
     values = {info.name: _json_value(getattr(settings, info.name)) for info in cli_settings()}
-    cmd = [sys.executable, "-m", "mdsearch_ls", "background", str(Path(root).resolve()), "-v",
+    folder = str(Path(root).resolve())
+    # the user's background process, when one runs, holds this folder too: one model for all
+    added = ask_socket(background_socket_path(cache_root()),
+                       {"v": PROTOCOL_RESIDENT, "add": folder, "settings": values})
+    if added is not None and added.get("added"):
+        _said(f"the background process (pid {added.get('pid')}) keeps this index loaded too, "
+              f"so the next searches of {root} answer faster; it lets a folder go after "
+              f"{IDLE_S / 60:.0f} idle minutes. `mdsearch background --stop` stops it for this "
+              f"folder; {ENV}=off never starts one.")
+        return
+    if added is not None:
+        log.info("the background process did not take %s: %s", folder, added.get("refused"))
+    cmd = [sys.executable, "-m", "mdsearch_ls", "background", folder, "-v",
            "--settings-json", json.dumps(values)]
     try:
         with open(index_dir / LOG_NAME, "wb") as out:
@@ -61,8 +82,9 @@ def start_after_search(args: argparse.Namespace, settings: Settings, root: Path)
         return
     # said even with -q: a process nobody asked for is never started without a word
     _said(f"started a background process (pid {proc.pid}) that keeps this index loaded, so "
-          f"the next searches of {root} answer faster; it exits after {IDLE_S / 60:.0f} idle "
-          f"minutes. `mdsearch background --stop` stops it; {ENV}=off never starts one.")
+          f"the next searches of {root} answer faster; it lets a folder go after "
+          f"{IDLE_S / 60:.0f} idle minutes, and exits with the last. `mdsearch background "
+          f"--stop` stops it for this folder; {ENV}=off never starts one.")
 
 
 def _json_value(value: Any) -> Any:
@@ -73,7 +95,15 @@ def cmd_background(args: argparse.Namespace) -> int:
     """``mdsearch background [ROOT]``: hold ROOT's index and answer the CLI until idle;
     ``--stop``: ask the one holding it to leave."""
     from mdsearch_ls.cli.session import _find_root
-    from mdsearch_ls.engine.api import ask_to_leave, index_dir_of, serve_in_background
+    from mdsearch_ls.engine.api import (
+        PROTOCOL_RESIDENT,
+        ask_socket,
+        ask_to_leave,
+        background_socket_path,
+        cache_root,
+        index_dir_of,
+        serve_in_background,
+    )
 
     if not args.idle > 0:
         raise UsageError(f"--idle: minutes without a search before it exits, more than 0; got "
@@ -83,13 +113,19 @@ def cmd_background(args: argparse.Namespace) -> int:
         given = json.loads(args.settings_json)
         settings = settings_from_flags({k: v for k, v in given.items() if v is not None},
                                        settings)
+    if args.stop and args.all:
+        stopped = ask_socket(background_socket_path(cache_root()),
+                             {"v": PROTOCOL_RESIDENT, "stop": True})
+        _note(args, f"stopped the background process (pid {stopped['pid']})"
+              if stopped and stopped.get("stopping") else "no background process runs")
+        return EXIT_OK
     if args.root is None:
         root = _find_root(args, settings)
     else:
         root = Path(args.root).expanduser().resolve()
     if args.stop:
         if ask_to_leave(index_dir_of(root, settings)):
-            _note(args, f"stopped the background process of {root}")
+            _note(args, f"the background process let the index of {root} go")
         else:
             _note(args, f"no background process holds the index of {root}")
         return EXIT_OK

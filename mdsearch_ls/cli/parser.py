@@ -76,14 +76,16 @@ examples:
                                               one index for a team (docs/mcp.md#http)""",
     "background": """\
 examples:
-  mdsearch background --stop                stop the one holding this folder's index
+  mdsearch background --stop                let this folder's index go
+  mdsearch background --stop --all          stop the background process
   MDSEARCH_BACKGROUND=off                   (in your shell's profile) never start one
 
-A search answered in its own process starts this process for its folder, and says so; the next
-searches ask it through a socket beside the index instead of loading the model and reading the
-notes again. It exits after --idle minutes without a search, and gives the index up to anything
-that needs to write it (mdsearch index --rebuild, an editor's language server). Its log is
-background.log in the index folder (mdsearch status shows where).""",
+A search answered in its own process starts this process (one per user: a search of another
+folder asks it to hold that one too), and says so; the next searches ask it through a socket
+beside the index instead of loading the model and reading the notes again. It lets a folder go
+after --idle minutes without a search (and exits with the last), and gives an index up to
+anything that needs to write it (mdsearch index --rebuild, an editor's language server). Its log
+is background.log in the index folder of the search that started it.""",
     "serve": """\
 examples:
   mdsearch serve              what an editor starts (stdio); see the README for VS Code,
@@ -283,7 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("root", nargs="?", metavar="ROOT",
                    help="folder of notes (default: the nearest indexed folder)")
     p.add_argument("--stop", action="store_true",
-                   help="ask the background process holding the index to exit")
+                   help="ask the background process to let this folder's index go")
+    p.add_argument("--all", action="store_true",
+                   help="with --stop: every folder, and the background process exits")
     p.add_argument("--idle", type=float, default=15.0, metavar="MINUTES",
                    help="exit after this long without a search (default 15)")
     p.add_argument("--settings-json", default=None, help=argparse.SUPPRESS)

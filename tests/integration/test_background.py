@@ -33,7 +33,13 @@ STARTED = re.compile(r"started a background process \(pid (\d+)\)")
 def indexed(tmp_path: Path, real_embedder: Any, monkeypatch: pytest.MonkeyPatch
             ) -> Iterator[tuple[Path, Path]]:
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.api import Workspace, ask_to_leave, index_dir_of
+    from mdsearch_ls.engine.api import (
+        Workspace,
+        ask_socket,
+        ask_to_leave,
+        background_socket_path,
+        index_dir_of,
+    )
 
     vault = shutil.copytree(EXAMPLE_VAULT, tmp_path / "vault")
     cache = tmp_path / "cache"
@@ -44,6 +50,7 @@ def indexed(tmp_path: Path, real_embedder: Any, monkeypatch: pytest.MonkeyPatch
         yield vault, cache
     finally:  # whatever a test left running goes with it
         ask_to_leave(index_dir_of(vault, Settings()))
+        ask_socket(background_socket_path(cache), {"v": 1, "stop": True})
 
 
 def ask(vault: Path, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -171,8 +178,9 @@ def test_a_server_opening_the_folder_becomes_its_writer_at_once(indexed, tmp_pat
 
 def test_a_search_it_cannot_answer_moves_it_aside(indexed):
     """Other ranking settings (or another release) than the background process's: the search
-    runs in its own process, and where it must write first the background process leaves
-    instead of leaving the index un-updated; a new one with the new settings follows."""
+    runs in its own process, and where it must write first the background process lets the
+    folder go instead of leaving the index un-updated; then holds it again, with the new
+    settings."""
     vault, cache = indexed
     first = run_cli("search", QUERY, "-k", "1", cwd=vault, cache=cache, env=ON)
     pid = int(STARTED.search(first.stderr).group(1))
@@ -186,9 +194,11 @@ def test_a_search_it_cannot_answer_moves_it_aside(indexed):
     assert "gave it over" in other.stderr
     assert other.stdout.strip().endswith("Zebras.md")  # updated first, as a search does
     assert "locked" not in other.stderr and "held by" not in other.stderr
-    wait_until(lambda: not alive(pid), 60, "the first background process exits")
-    started = STARTED.search(other.stderr)
-    assert started and int(started.group(1)) != pid
+    assert f"the background process (pid {pid}) keeps this index loaded too" in other.stderr
+    wait_until(lambda: ask(vault, {"who": True}), 120, "it holds the folder again")
+    again = run_cli("search", "when does the herd move", "-k", "1", "--fusion", "rrf", "-v",
+                    cwd=vault, cache=cache, env=ON)
+    assert f"searched through the mdsearch server (process {pid})" in again.stderr
 
 
 def test_an_mcp_server_started_on_the_folder_takes_it_over(indexed, tmp_path):
@@ -211,3 +221,40 @@ def test_an_mcp_server_started_on_the_folder_takes_it_over(indexed, tmp_path):
         assert f"(process {who['pid']})" in later.stderr and not STARTED.search(later.stderr)
     finally:
         client.close()
+
+
+def test_one_process_holds_every_folder_the_command_line_searched(indexed, tmp_path,
+                                                                  real_embedder):
+    """A search of a second folder asks the running background process to hold it too (one
+    model in memory, not one per folder); letting one folder go keeps the other; --stop --all
+    ends it."""
+    from mdsearch_ls.config import Settings
+    from mdsearch_ls.engine.api import Workspace, ask_socket, background_socket_path
+
+    vault, cache = indexed
+    other = shutil.copytree(EXAMPLE_VAULT, tmp_path / "other")
+    with Workspace.open(other, Settings(), "write", embedder=real_embedder) as ws:
+        ws.index()
+    first = run_cli("search", QUERY, "-k", "1", cwd=vault, cache=cache, env=ON)
+    pid = int(STARTED.search(first.stderr).group(1))
+    wait_until(lambda: ask(vault, {"who": True}), 120, "the background process answers")
+
+    second = run_cli("search", QUERY, "-k", "1", cwd=other, cache=cache, env=ON)
+    assert second.returncode == 0, second.stderr
+    assert not STARTED.search(second.stderr)
+    assert f"the background process (pid {pid}) keeps this index loaded too" in second.stderr
+    held = wait_until(lambda: ask(other, {"who": True}), 120, "it answers for the second folder")
+    assert held["pid"] == pid and held["background"] is True
+    control = ask_socket(background_socket_path(cache), {"v": 1, "who": True})
+    assert sorted(control["folders"]) == sorted([str(vault.resolve()), str(other.resolve())])
+    through = run_cli("search", QUERY, "-k", "1", "-v", cwd=other, cache=cache, env=ON)
+    assert f"(process {pid})" in through.stderr
+
+    let_go = run_cli("background", "--stop", cwd=vault, cache=cache, env=ON)
+    assert "let the index of" in let_go.stderr, let_go.stderr
+    assert ask(vault, {"who": True}) is None and ask(other, {"who": True})["pid"] == pid
+    assert alive(pid)
+    stop = run_cli("background", "--stop", "--all", cwd=tmp_path, cache=cache, env=ON)
+    assert f"stopped the background process (pid {pid})" in stop.stderr, stop.stderr
+    wait_until(lambda: not alive(pid), 60, "the background process exits")
+    assert ask(other, {"who": True}) is None

@@ -1,4 +1,4 @@
-"""A small per-user process that keeps one folder's index loaded for the command line.
+"""A small per-user process that keeps the indexes the command line searches loaded.
 
 A whole-process ``mdsearch search`` cannot go below about 0.3 s of CPU (Python, numpy, ONNX
 Runtime, the model) plus a walk of every note to find what changed while nothing watched (0.4 s
@@ -7,80 +7,264 @@ at 89,000 notes). A process that already holds the index answers through its soc
 and MCP servers do this while a person runs them; this process does it for a person who only
 uses the terminal.
 
-Rules, because a process nobody asked for must cost nobody anything:
+One process per user, not per folder: it listens on ``<cache>/background.sock``, where a CLI
+that searched another folder asks it to hold that one too (``add``), so every folder shares one
+copy of the model. Rules, because a process nobody asked for must cost nobody anything:
 
-* **Said, and switchable**: the CLI starts it after a search it answered itself, says so on
-  stderr every time, and never starts it with ``MDSEARCH_BACKGROUND=off`` or
-  ``--no-background`` (see :mod:`mdsearch_ls.cli.background`).
-* **It gives way**: it holds the index's writer lock (it updates the index before it answers,
+* **Said, and switchable**: the CLI starts it (or adds a folder to it) after a search it
+  answered itself, says so on stderr every time, and never does with ``MDSEARCH_BACKGROUND=off``
+  or ``--no-background`` (see :mod:`mdsearch_ls.cli.background`).
+* **It gives way**: it holds each folder's writer lock (it updates the index before it answers,
   as a search in the CLI would), so anything else that needs that lock (``mdsearch index
-  --rebuild``, a language or MCP server opening the folder) asks it to leave, and it closes the
-  index before it answers (:meth:`ResidentSearch._leave`).
-* **It ends**: after ``idle_s`` without a request (15 minutes by default), on SIGTERM, or at once
-  when another process writes the index already (then it has nothing to add).
-* Its memory shrinks after a minute without a write, as a server's writer does
+  --rebuild``, a search with other settings, a language or MCP server opening the folder) asks
+  it to leave that folder, and it closes that index before it answers
+  (:meth:`ResidentSearch._leave`).
+* **It ends**: a folder goes after ``idle_s`` without a request (15 minutes by default), at once
+  when another process writes its index already (nothing to add there); the process goes with
+  its last folder, or on SIGTERM.
+* A folder's memory shrinks after a minute without a write, as a server's writer does
   (``REST_AFTER_S``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
 import signal
+import socket
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
-from mdsearch_ls.config import Settings
+from mdsearch_ls.config import Settings, differs, settings_from_flags
 from mdsearch_ls.engine.embedding import Embedder
+from mdsearch_ls.engine.index.layout import cache_root
+from mdsearch_ls.engine.service.folder import IndexedFolder
 from mdsearch_ls.engine.service.folders import Folders
+from mdsearch_ls.engine.service.resident_rules import (
+    PROTOCOL_RESIDENT,
+    background_socket_path,
+    private_dir,
+)
 
 log = logging.getLogger(__name__)
 
 IDLE_S = 15 * 60.0
-"""How long the process waits for a request before it exits: long enough to cover a working
-session's pauses, short enough that a forgotten one does not hold 200-400 MB for the day."""
+"""How long a folder is held without a request: long enough to cover a working session's
+pauses, short enough that a forgotten one does not hold memory for the day."""
 LEAVE_WAIT_S = 30.0
 """How long a request to leave waits for the index to close (a writer's batch in progress)."""
+MODEL_FIELDS = ("model", "embedder_backend")
+"""Settings that pick the model: a folder that needs another one gets a process of its own."""
+
+
+class Background:
+    """The folders this process holds, the socket that takes more, and when to stop."""
+
+    def __init__(self, settings: Settings, *, idle_s: float = IDLE_S,
+                 embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self.idle_s = idle_s
+        self.folders = Folders(settings, embedder=embedder)
+        self.stop = threading.Event()
+        self._lock = threading.Lock()  # the folders are added and removed on several threads
+        self._starting: dict[Path, Future[Any]] = {}
+        self._sock: socket.socket | None = None
+        self.path = background_socket_path(cache_root())
+        self.served = False
+        """Whether some folder was held and answered on its socket (the exit code says)."""
+
+    # ---- folders ----------------------------------------------------------------------------
+
+    def add(self, root: Path, settings: Settings) -> str | None:
+        """Hold ``root``'s index (open it, bring it up to date, listen on its socket); None,
+        or why not (the CLI then starts a process of its own for it)."""
+        if differs(settings, self.settings, MODEL_FIELDS):
+            return "it uses another model"
+        root = Path(root).resolve()
+        with self._lock:
+            if self.stop.is_set():
+                return "it is stopping"
+            held = self.folders.get(root)
+            if held is not None:
+                return None
+            folder = self.folders.add(root, settings)
+            if folder is None:
+                return f"{root} is not a directory"
+            # before its socket listens: it answers as a background process from the start
+            folder.on_leave = lambda: self._drop(folder)
+            self._starting[root] = self.folders.index(folder, cancel=lambda: folder.closed)
+        log.info("%s: held from now on", root)
+        return None
+
+    def _drop(self, folder: IndexedFolder) -> bool:
+        """Let a folder go: its index closed, its lock and socket released."""
+        with self._lock:
+            self.served = self.served or folder.resident is not None
+            self._starting.pop(folder.root, None)
+            self.folders.remove(folder)  # blocks until the writer has stopped and closed
+        log.info("%s: let go", folder.root)
+        return True
+
+    def _sweep(self) -> None:
+        """Drop the folders nobody asked for in ``idle_s``, and those this process cannot
+        write (another process does)."""
+        now = time.monotonic()
+        with self._lock:
+            held = list(self.folders)
+        for folder in held:
+            started = self._starting.get(folder.root)
+            if started is not None and not started.done():
+                continue
+            resident = folder.resident
+            if resident is None or folder.ws is None or folder.ws.read_only:
+                log.info("%s: another process writes this index (or its socket cannot listen):"
+                         " nothing for a background process to do there", folder.root)
+                self._drop(folder)
+            elif now - resident.last_asked >= self.idle_s:
+                log.info("%s: no request for %.0f s", folder.root, now - resident.last_asked)
+                self._drop(folder)
+
+    # ---- the process ------------------------------------------------------------------------
+
+    def run(self, root: Path, *, handle_signals: bool = True) -> int:
+        """Hold ``root`` (and whatever is added) until the last folder goes or a signal; the
+        exit code: 0, or 3 when ``root`` could not be held (another process writes it)."""
+        if handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(sig, lambda *_: self.stop.set())
+        self.folders.load_model()
+        refused = self.add(root, self.settings)
+        if refused:
+            log.error("cannot hold %s: %s", root, refused)
+            return 2
+        self._listen()
+        try:
+            while not self.stop.is_set():
+                with self._lock:
+                    self._sweep_done_starts()
+                self._sweep()
+                if not len(self.folders):
+                    log.info("no folder left to hold: exiting")
+                    break
+                self.stop.wait(min(self.idle_s, 5.0 if self._starting else 30.0))
+        finally:
+            self._close_socket()
+            with self._lock:
+                self.served = self.served or any(f.resident is not None for f in self.folders)
+            self.folders.close(timeout=LEAVE_WAIT_S)
+        return 0 if self.served else 3
+
+    def _sweep_done_starts(self) -> None:
+        for root, fut in list(self._starting.items()):
+            if fut.done():
+                del self._starting[root]
+
+    def _listen(self) -> None:
+        """The socket that takes more folders; without it (another live process answers
+        there, a path it cannot use) this process holds its first folder alone."""
+        path = self.path
+        if path.parent != cache_root() and not private_dir(path.parent, create=True):
+            return
+        if path.exists() and _answers(path):
+            log.info("another background process takes folders on %s", path)
+            return
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            sock.bind(str(path))
+            sock.listen(8)
+        except OSError as exc:
+            sock.close()
+            log.info("no socket for more folders at %s: %s", path, exc)
+            return
+        finally:
+            os.umask(old)
+        self._sock = sock
+        threading.Thread(target=self._accept, name="mdsearch-background", daemon=True).start()
+
+    def _accept(self) -> None:
+        sock = self._sock
+        while sock is not None and not self.stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(10)
+                try:
+                    answer = self.answer(json.loads(_read_line(conn)))
+                except (OSError, ValueError) as exc:
+                    answer = {"v": PROTOCOL_RESIDENT, "refused": f"bad request: {exc}"}
+                except Exception as exc:  # every request gets an answer
+                    log.exception("a request to the background process failed")
+                    answer = {"v": PROTOCOL_RESIDENT, "refused": f"{type(exc).__name__}: {exc}"}
+                with contextlib.suppress(OSError):
+                    conn.sendall(json.dumps(answer).encode() + b"\n")
+
+    def answer(self, req: Any) -> dict[str, Any]:
+        """``{"add": ROOT, "settings": {...}}`` (the CLI's settings, by name), ``{"who":
+        true}`` (the folders held) or ``{"stop": true}`` (all of them, and exit)."""
+        if not isinstance(req, dict) or req.get("v") != PROTOCOL_RESIDENT:
+            return {"v": PROTOCOL_RESIDENT, "refused": "not a request of this version"}
+        if req.get("stop"):
+            self.stop.set()  # the main loop closes every folder and exits
+            return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "stopping": True}
+        if req.get("who"):
+            with self._lock:
+                held = [str(f.root) for f in self.folders]
+            return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "folders": held}
+        root = req.get("add")
+        if not isinstance(root, str) or not Path(root).is_absolute():
+            return {"v": PROTOCOL_RESIDENT, "refused": "add needs an absolute folder"}
+        given = req.get("settings") or {}
+        settings = settings_from_flags({k: v for k, v in given.items() if v is not None})
+        refused = self.add(Path(root), settings)
+        if refused:
+            return {"v": PROTOCOL_RESIDENT, "refused": refused}
+        return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "added": True}
+
+    def _close_socket(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()
+            with contextlib.suppress(OSError):
+                self.path.unlink()
 
 
 def serve_in_background(root: Path, settings: Settings, *, idle_s: float = IDLE_S,
                         embedder: Embedder | None = None) -> int:
-    """Hold ``root``'s index and answer on its socket until idle, asked to leave or signalled;
-    the exit code (0; 3 when another process writes the index, so this one is not needed)."""
-    stop = threading.Event()
-    closed = threading.Event()
-    folders = Folders(settings, embedder=embedder)
-    folders.load_model()
-    folder = folders.add(root, settings)
-    if folder is None:
-        log.error("%s is not a directory", root)
-        return 2
+    """The process ``mdsearch background ROOT`` runs (see :class:`Background`)."""
+    return Background(settings, idle_s=idle_s, embedder=embedder).run(root)
 
-    def leave() -> bool:  # on a socket thread: the answer goes once the lock is free
-        stop.set()
-        return closed.wait(LEAVE_WAIT_S)
 
-    folder.on_leave = leave  # before its socket listens: it answers as a background one
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: stop.set())
+def _read_line(conn: socket.socket) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        more = conn.recv(65536)
+        if not more:
+            break
+        data += more
+        if len(data) > 1 << 20:
+            raise ValueError("request too long")
+    return data
+
+
+def _answers(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1)
     try:
-        report = folders.index(folder, cancel=stop.is_set).result()
-        resident = folder.resident
-        if stop.is_set():
-            return 0
-        if report is None or resident is None:
-            log.info("%s: another process writes this index (or its socket cannot listen): "
-                     "nothing for a background process to do", folder.name)
-            return 3
-        log.info("%s: ready (%s); exits after %.0f s without a request", folder.name,
-                 report.summary(), idle_s)
-        while not stop.is_set():
-            idle = time.monotonic() - resident.last_asked
-            if idle >= idle_s:
-                log.info("%s: no request for %.0f s: exiting", folder.name, idle)
-                break
-            stop.wait(min(idle_s - idle, 60.0))
-        return 0
+        probe.connect(str(path))
+        return True
+    except OSError:
+        return False
     finally:
-        folders.close(timeout=LEAVE_WAIT_S)
-        closed.set()
+        probe.close()

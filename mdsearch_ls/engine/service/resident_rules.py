@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mdsearch_ls.config import Settings
 
 SOCKET_NAME = "search.sock"
+BACKGROUND_SOCKET_NAME = "background.sock"
 PROTOCOL_RESIDENT = 1
 RANKING_FIELDS = ("include", "exclude", "include_formats", "model", "embedder_backend",
                   "chunk_size", "chunk_overlap", "fusion", "per_file", "max_file_bytes",
@@ -34,14 +35,26 @@ def resident_socket_path(index_dir: Path) -> Path:
     """``<index dir>/search.sock``; where that path is too long for a Unix socket (104 bytes on
     macOS, 108 on Linux), ``<tmp>/mdsearch-<uid>/<hash of the index dir>.sock`` instead, in a
     folder only this user owns (:func:`private_dir` checks it before either side uses it)."""
-    path = Path(index_dir) / SOCKET_NAME
+    return _socket_in(Path(index_dir), SOCKET_NAME)
+
+
+def background_socket_path(cache: Path) -> Path:
+    """``<cache>/background.sock``: where the user's background process takes folders to hold
+    (one process, one copy of the model, for every folder the CLI searched); the same fallback
+    for a long path as :func:`resident_socket_path`."""
+    return _socket_in(Path(cache), BACKGROUND_SOCKET_NAME)
+
+
+def _socket_in(folder: Path, name: str) -> Path:
+    path = folder / name
     if len(os.fsencode(str(path))) < 100:
         return path
     import hashlib  # only for a long path: they cost a few ms (OpenSSL, shutil, random)
     import tempfile
 
-    digest = hashlib.sha256(os.fsencode(str(Path(index_dir)))).hexdigest()[:20]
-    return Path(tempfile.gettempdir()) / f"mdsearch-{os.getuid()}" / f"{digest}.sock"
+    digest = hashlib.sha256(os.fsencode(str(folder))).hexdigest()[:20]
+    short = f"{digest}.sock" if name == SOCKET_NAME else f"{digest}-{name}"
+    return Path(tempfile.gettempdir()) / f"mdsearch-{os.getuid()}" / short
 
 
 def private_dir(folder: Path, *, create: bool) -> bool:
@@ -64,33 +77,42 @@ def ranking_settings(settings: Settings) -> dict[str, Any]:
             for f in RANKING_FIELDS}
 
 
-def ask_to_leave(index_dir: Path, timeout: float = 35.0) -> bool:
-    """Ask the process answering on ``index_dir``'s socket to give the index up; True once a
-    background process has closed it (its writer lock is then free). A server a person started
-    refuses, and no socket, a stale one or no answer is False: the caller meets the lock as it
-    would have."""
+def ask_socket(path: Path, request: dict[str, Any], timeout: float = 35.0
+               ) -> dict[str, Any] | None:
+    """One JSON line to the socket at ``path`` and its one-line answer; None when nothing
+    answers there (no file, a stale one, no answer in time, not JSON) or the folder holding a
+    socket outside the index folder is not this user's alone."""
     import json
     import socket
 
-    path = resident_socket_path(index_dir)
-    if not path.exists() or (path.parent != Path(index_dir)
+    if not path.exists() or (path.parent.name.startswith("mdsearch-")
                              and not private_dir(path.parent, create=False)):
-        return False
+        return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(2.0)
         sock.connect(str(path))
         sock.settimeout(timeout)
-        sock.sendall(json.dumps({"v": PROTOCOL_RESIDENT, "leave": True}).encode() + b"\n")
+        sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):
-            more = sock.recv(4096)
+            more = sock.recv(65536)
             if not more:
                 break
             data += more
         answer = json.loads(data)
     except (OSError, ValueError):
-        return False
+        return None
     finally:
         sock.close()
-    return isinstance(answer, dict) and answer.get("left") is True
+    return answer if isinstance(answer, dict) else None
+
+
+def ask_to_leave(index_dir: Path, timeout: float = 35.0) -> bool:
+    """Ask the process answering on ``index_dir``'s socket to give the index up; True once a
+    background process has closed it (its writer lock is then free). A server a person started
+    refuses, and no socket, a stale one or no answer is False: the caller meets the lock as it
+    would have."""
+    answer = ask_socket(resident_socket_path(index_dir),
+                        {"v": PROTOCOL_RESIDENT, "leave": True}, timeout)
+    return answer is not None and answer.get("left") is True
