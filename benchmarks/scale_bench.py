@@ -257,9 +257,11 @@ def background(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[st
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                            env=env)
             deadline = time.monotonic() + 900
-            while True:  # up: the CLI says it searched through it
+            while True:  # up: the CLI says it searched through it (a search before then must
+                # not hand the vault to the other vault's process: one process per vault here)
                 done = subprocess.run([*MDSEARCH, "search", "warm up", "-v"], cwd=vault,
-                                      env=env, capture_output=True, text=True)
+                                      env={**env, "MDSEARCH_BACKGROUND": "off"},
+                                      capture_output=True, text=True)
                 if "searched through the mdsearch server" in done.stderr:
                     break
                 if time.monotonic() > deadline or procs[name].poll() is not None:
