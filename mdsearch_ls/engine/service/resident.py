@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 
 MAX_REQUEST = 1 << 20
 """A request is a query and a few options: anything longer is not one of ours."""
+FIRST_LOOK_WAIT_S = 10.0
+"""How long a request waits for a look at the notes already under way; a first build takes
+longer, and is searched as it is, saying so."""
 UPDATE_WAIT_S = 60.0
 """How long a request waits for the update it asked for before answering from what is there."""
 
@@ -176,6 +179,13 @@ class ResidentSearch:
                     "refused": f"settings differ: {', '.join(differ) or 'keys'}"}
         if req.get("index"):
             return self._index(ws)
+        if req.get("update", True) and folder.state in (FolderState.INDEXING,
+                                                         FolderState.LOADING_MODEL):
+            # A look at the notes under way (a server's first scan, a folder a background
+            # process just took): usually a second or two. Waited for, briefly, rather than
+            # answering "still being built" about an index that is whole on disk.
+            with contextlib.suppress(Exception):
+                folder.settled().result(timeout=FIRST_LOOK_WAIT_S)
         checked = "not asked" if not req.get("update", True) else "index still being built"
         if req.get("update", True) and folder.state == FolderState.READY:
             ws, checked, _ = self._bring_up_to_date(ws)
