@@ -16,7 +16,7 @@ reach into an index) and ``mdsearch index`` then reads, chunks and stores every 
 model. Both indexes are made by the real ``mdsearch index``, with the real model.
 
 **Whole processes**, as a person starts them, from the vault's folder, the two vaults in turn
-round by round (``--rounds``): ``mdsearch search QUERY`` (hybrid, default k 10), ``--mode
+round by round (``--rounds``): ``mdsearch search QUERY`` (hybrid, the CLI's default k 5), ``--mode
 keyword``, ``mdsearch status``, and a search right after a note was saved (a line appended to
 one note of the copy first: the write path, which leaves Chroma behind), ``mdsearch index``
 right after it (it catches Chroma up) and once more, with nothing left to do (the no-op index
@@ -368,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {**kept, "machine": {"cpus": os.cpu_count(),
                                                   "python": platform.python_version(),
                                                   "load_at_start": os.getloadavg()[0]},
-                              "k": 10, "rounds": args.rounds, "parts": sorted(parts)}
+                              "k": {"whole_processes": 5, "in_process": 10},
+                              "rounds": args.rounds, "parts": sorted(parts)}
     result["build"] = build(work, args.copies, env)
     vaults = {"v8": work / "v8", "v96": work / "v96"}
     result["vaults"] = {name: counts(v) for name, v in vaults.items()}
