@@ -115,6 +115,8 @@ def test_a_search_starts_one_says_so_and_the_next_searches_go_through_it(indexed
     found = run_cli("search", "when does the herd move", "-k", "1", "--format", "paths",
                     cwd=vault, cache=cache, env=ON)
     assert found.stdout.strip().endswith("Zebras.md"), found
+    # it wrote without Chroma (the next writer that opens it catches up): never even loaded
+    assert "chromadb_rust_bindings" not in Path(f"/proc/{pid}/maps").read_text()
 
     # a rebuild needs the writer lock: the background process gives it up and exits
     rebuild = run_cli("index", "--rebuild", cwd=vault, cache=cache, env=ON)
@@ -217,6 +219,8 @@ def test_an_mcp_server_started_on_the_folder_takes_it_over(indexed, tmp_path):
         wait_until(lambda: not alive(pid), 60, "the background process exits")
         who = ask(vault, {"who": True})
         assert who is not None and who["background"] is False and who["pid"] != pid
+        # the server's writer opened Chroma, and caught it up with what the background wrote
+        assert "chromadb_rust_bindings" in Path(f"/proc/{who['pid']}/maps").read_text()
         later = run_cli("search", QUERY, "-k", "1", "-v", cwd=vault, cache=cache, env=ON)
         assert f"(process {who['pid']})" in later.stderr and not STARTED.search(later.stderr)
     finally:

@@ -141,3 +141,44 @@ def test_a_clean_close_lets_the_next_open_trust_chroma_without_reading_its_graph
     os.utime(graph, ns=(graph.stat().st_atime_ns, graph.stat().st_mtime_ns + 1))
     with _open(root, index) as ws:
         assert "probe" in asked and ws.repaired == 0
+
+
+def test_a_background_folder_writes_whole_scans_without_chroma_and_is_caught_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What the background process's folders do (engine/service/background.py): a full look at
+    the notes and single saves, all without Chroma; the next writer that opens it catches up
+    quietly and exactly. A rebuild is refused there: it needs the store."""
+    from mdsearch_ls.engine.service.folder import IndexedFolder
+
+    root = _vault(tmp_path / "vault")
+    index = tmp_path / "index"
+    with _open(root, index) as ws:
+        ws.index()
+    chroma_files = _files(index / "chroma")
+    write_note(root, "moss.md", "# Moss\n\nmoss likes shade\n")  # while nothing ran
+    (root / "fish.md").unlink()
+    folder = IndexedFolder(root, Settings(index_dir=str(index)), FakeEmbedder())  # type: ignore[arg-type]
+    folder.defer_vectors = True
+    try:
+        report = folder.start_index().result(timeout=30)
+        assert report is not None and (report.files_indexed, report.files_deleted) == (1, 1)
+        assert folder.ws is not None and isinstance(folder.ws.store, DeferredStore)
+        write_note(root, "ferns.md", "# Ferns\n\nferns uncurl in spring\n")  # a save
+        folder.queue("ferns.md", "update")
+        folder.settled().result(timeout=30)
+        assert folder.ws.hits("ferns uncurl", 1)[0].path == "ferns.md"
+        with pytest.raises(RuntimeError, match="rebuild needs the vector store"):
+            folder.ws.index(rebuild=True)
+    finally:
+        folder.close()
+    assert _files(index / "chroma") == chroma_files
+    caplog.set_level(logging.INFO)
+    with Workspace.open(root, Settings(), "write", embedder=FakeEmbedder(),
+                        index_dir=index) as ws:
+        assert ws.repaired == 0 and ws.healed is None
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+        assert_consistent(ws)
+        caught = snapshot(ws)
+    clean = clean_build(root, tmp_path / "clean", FakeEmbedder())
+    assert caught == clean, caught.diff(clean)

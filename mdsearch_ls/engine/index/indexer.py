@@ -139,6 +139,8 @@ class Indexer:
         disagrees): its cost then is the index's size, otherwise two counts."""
         import numpy as np
 
+        if isinstance(self.store, DeferredStore):
+            return 0  # nothing to compare with: the next writer that opens Chroma does it
         if self.trusted or (not self._store_dirty and self._store_known_clean()):
             return 0
         # Left behind on purpose (DeferredStore) is no damage: caught up quietly, not counted.
@@ -194,6 +196,9 @@ class Indexer:
         """Bring the index in line with the folder: only new or changed notes are embedded."""
         t0 = time.perf_counter()
         report = IndexReport()
+        if rebuild and isinstance(self.store, DeferredStore):
+            raise RuntimeError("a rebuild needs the vector store: open the index without "
+                               "deferring it")
         if rebuild:
             self._writing_store()
             self.store.reset()

@@ -22,8 +22,13 @@ copy of the model. Rules, because a process nobody asked for must cost nobody an
 * **It ends**: a folder goes after ``idle_s`` without a request (15 minutes by default), at once
   when another process writes its index already (nothing to add there); the process goes with
   its last folder, or on SIGTERM.
-* A folder's memory shrinks after a minute without a write, as a server's writer does
-  (``REST_AFTER_S``).
+* **It stays small**: its writes leave Chroma to the next writer that opens it (an ``index`` run
+  in a process of its own, a language or MCP server), as a CLI search's own update of a few
+  notes does (:class:`~mdsearch_ls.engine.index.vector_store.DeferredStore`): Chroma is never
+  imported here and its graph never read (200 MB at 96k chunks); searches read the manifest's
+  vectors, and the catch-up rewrites the notes written here from the vector cache, without the
+  model. A folder's own copy of the vectors is dropped for the mapped snapshot after a minute
+  without a write (``REST_AFTER_S``).
 """
 
 from __future__ import annotations
@@ -97,6 +102,7 @@ class Background:
                 return f"{root} is not a directory"
             # before its socket listens: it answers as a background process from the start
             folder.on_leave = lambda: self._drop(folder)
+            folder.defer_vectors = True
             self._starting[root] = self.folders.index(folder, cancel=lambda: folder.closed)
         log.info("%s: held from now on", root)
         return None

@@ -106,6 +106,7 @@ class IndexedFolder:
         self._filter: sources.SourceFilter | None = None
         self._resident: ResidentSearch | None = None
         self.on_leave: Callable[[], bool] | None = None  # a background process's: .background
+        self.defer_vectors = False  # its writes leave Chroma to the next writer: .background
         self._idle = IdleTimer(REST_AFTER_S, lambda: self.submit(self._rest))
 
     # ---- the writer thread ----------------------------------------------------------------
@@ -138,8 +139,8 @@ class IndexedFolder:
             return
         try:
             refuse_broad_root(self.root, self.settings)
-            self.ws = Workspace.open(self.root, self.settings, "read-if-locked",
-                                     embedder=self.embedder, role="server")
+            self.ws = Workspace.open(self.root, self.settings, "read-if-locked", role="server",
+                                     embedder=self.embedder, defer_vectors=self.defer_vectors)
         except NotIndexedError:
             # Locked, and nothing indexed yet: the other process is building it. Wait for it.
             raise IndexLockedError(
@@ -168,8 +169,7 @@ class IndexedFolder:
             self._arm_take_over()
 
     def _tell_healed(self, ws: Workspace) -> None:
-        """Opening found the index damaged and set it aside, or started a new embedding space
-        (another model): say so, once."""
+        """Opening set a damaged index aside or started another model's space: say so, once."""
         if ws.healed:
             self._on_message(f"mdsearch: {ws.healed}", "warning")
         if ws.switched:
@@ -188,7 +188,7 @@ class IndexedFolder:
             return self.ws is not None
         try:
             ws = Workspace.open(self.root, self.settings, "write", embedder=self.embedder,
-                                role="server")
+                                role="server", defer_vectors=self.defer_vectors)
         except IndexLockedError:
             return False
         self._tell_healed(ws)
