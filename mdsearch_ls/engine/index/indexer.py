@@ -139,9 +139,9 @@ class Indexer:
         disagrees): its cost then is the index's size, otherwise two counts."""
         import numpy as np
 
-        if isinstance(self.store, DeferredStore):
-            return 0  # nothing to compare with: the next writer that opens Chroma does it
-        if self.trusted or (not self._store_dirty and self._store_known_clean()):
+        # deferred: nothing to compare with; the next writer that opens Chroma does it
+        if self.trusted or isinstance(self.store, DeferredStore) or (
+                not self._store_dirty and self._store_known_clean()):
             return 0
         # Left behind on purpose (DeferredStore) is no damage: caught up quietly, not counted.
         planned = self.manifest.get_meta(STORE_CLEAN) == DEFERRED
@@ -177,9 +177,8 @@ class Indexer:
         return 0 if planned else len(extra) + len(missing)
 
     def _heal_failed_write(self) -> None:
-        """A write of this process failed half-way (a Chroma server that went away): compare
-        in full before the next one, as an open after a crash would (its collection looked up
-        again: a server wiped meanwhile has lost it)."""
+        """A write failed half-way (a Chroma server gone): compare in full before the next, as
+        an open after a crash would (the collection looked up again: a wiped server lost it)."""
         if not self._settled:
             self.store.refresh()
             self.reconcile()
@@ -196,9 +195,6 @@ class Indexer:
         """Bring the index in line with the folder: only new or changed notes are embedded."""
         t0 = time.perf_counter()
         report = IndexReport()
-        if rebuild and isinstance(self.store, DeferredStore):
-            raise RuntimeError("a rebuild needs the vector store: open the index without "
-                               "deferring it")
         if rebuild:
             self._writing_store()
             self.store.reset()

@@ -137,6 +137,10 @@ class DeferredStore:
                         ) -> None:
         self._note_behind({str(m["path"]) for m in metadatas})
 
+    def reset(self) -> None:
+        raise RuntimeError("a rebuild needs the vector store: open the index without deferring "
+                           "it")
+
     def close(self) -> None:
         pass
 
