@@ -273,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         "derivation": {"two_folds": counts2, "all_links": counts1},
         "link_contexts_scored": {"tune": len(tune_fold), "test": len(test_fold)},
         "models": {},
-        "tldr": "skipped: tldr pages carry no note links (a grep for [[ and ](...md) finds only "
-                "bash's [[ test in 6 of 7,426 pages), so there is nothing to tune on",
+        "tldr": "skipped: tldr has no note link to tune on (the engine's link reader finds "
+                "none in its 7,426 pages, calibrate-tldr.json; a grep for [[ finds only bash's "
+                "[[ test), so a tldr-tuned model cannot be built",
     }
     models: dict[str, dict[str, object]] = result["models"]  # type: ignore[assignment]
     t0 = time.perf_counter()
