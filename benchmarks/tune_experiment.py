@@ -211,9 +211,32 @@ def evaluate_model(ws: Workspace, queries: list[dict], contexts: list[LinkContex
     labels = {split: {m: table[m] for m in MODES} for split, table in splits.items()}
     labels["all"] = {m: {"n": len(queries), **s} for m, s in typed.summary().items()
                      if m in MODES}
-    out: dict[str, object] = {"labels": labels}
+    # Each query's rank of its first relevant note (None: not in the first k), for the
+    # queries-better / queries-worse counts against the bundled model.
+    ranks = {m: [round(1 / r["mrr10"]) if r["mrr10"] else None for r in typed.rows[m]]
+             for m in MODES}
+    out: dict[str, object] = {"labels": labels, "query_ranks": ranks}
     if contexts is not None:
         out["link_contexts"] = {m: run_contexts(ws, contexts, K, m) for m in MODES}
+    return out
+
+
+def versus(model: dict, base: dict, queries: list[dict]) -> dict[str, dict[str, dict]]:
+    """Per split and mode: queries whose first right note moved up / down (rank, k=10), and
+    which moved into / out of first place."""
+    out: dict[str, dict[str, dict]] = {}
+    for mode in MODES:
+        a, b = base["query_ranks"][mode], model["query_ranks"][mode]
+        for split in sorted({str(q.get("split", "all")) for q in queries}):
+            idx = [i for i, q in enumerate(queries) if str(q.get("split", "all")) == split]
+            def r(x: int | None) -> int:
+                return x or K + 1
+            out.setdefault(split, {})[mode] = {
+                "better": sum(r(b[i]) < r(a[i]) for i in idx),
+                "worse": sum(r(b[i]) > r(a[i]) for i in idx),
+                "top1_gained": sum(b[i] == 1 and a[i] != 1 for i in idx),
+                "top1_lost": sum(a[i] == 1 and b[i] != 1 for i in idx),
+            }
     return out
 
 
@@ -231,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, help="save the tuned models here (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "tune.json")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the variants of an existing --out that this run does not train")
     args = ap.parse_args(argv)
     if args.vault not in SETS:
         ap.error(f"VAULT must be a labelled set's name: {', '.join(SETS)}")
@@ -278,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
                 "[[ test), so a tldr-tuned model cannot be built",
     }
     models: dict[str, dict[str, object]] = result["models"]  # type: ignore[assignment]
+    if args.merge and args.out.exists():
+        old = json.loads(args.out.read_text(encoding="utf-8"))
+        models.update({n: m for n, m in old.get("models", {}).items()
+                       if n != "bundled" and n not in variants})
     t0 = time.perf_counter()
     models["bundled"] = {"index_seconds": round(base_index_s, 1),
                          **evaluate_model(base, queries, scored_contexts)}
@@ -299,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         models[variant] = {"model_name": ws.embedder.name, "space": ws.space,
                            "training": training, "index_seconds": round(index_s, 1),
                            **evaluate_model(ws, queries, contexts)}
+        models[variant]["versus_bundled"] = versus(models[variant], models["bundled"], queries)
         ws.close()
         _write(args.out, result)
     _print(result)
@@ -324,6 +354,10 @@ def _print(result: dict[str, object]) -> None:
             for mode, s in table.items():
                 print(f"  {name:<10} labels/{split:<8} {mode:<9} n={s['n']:<4} "
                       f"{s['top1']:.3f} {s['top3']:.3f} {s['top5']:.3f} {s['mrr10']:.3f}")
+        for split, table in (m.get("versus_bundled") or {}).items():
+            for mode, v in table.items():
+                print(f"  {name:<10} vs bundled {split:<8} {mode:<9} better {v['better']} worse "
+                      f"{v['worse']}, top-1 gained {v['top1_gained']} lost {v['top1_lost']}")
         for mode, ctx in (m.get("link_contexts") or {}).items():
             for fold, s in ctx.items():
                 if isinstance(s, dict):
