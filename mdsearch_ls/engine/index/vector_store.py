@@ -105,13 +105,15 @@ for a person listing the server's collections."""
 
 
 class DeferredStore:
-    """The vector store of a writer that leaves Chroma behind: a CLI search that updates a few
-    saved notes before it searches. Importing Chroma and reading its graph back to write them
-    cost more (seconds at 96k chunks) than the rest of such a search, and no search reads
-    Chroma while the manifest's vectors answer. Nothing is written here: the indexer's first
-    write clears the manifest's clean-close token, and the notes written are listed in the
-    manifest (:data:`BEHIND`), so the next writer that opens Chroma compares its ids with the
-    manifest, then writes those notes' chunks from the vector cache, without the model."""
+    """The vector store of a writer that leaves Chroma behind: a CLI search that updates a few saved
+    notes before it searches, and the background process (every write, a whole look at the
+    notes included; a rebuild needs the real store). Importing Chroma and reading its graph
+    back to write them cost more (seconds at 96k chunks) than the rest of such a search, and no
+    search reads Chroma while the manifest's vectors answer. Nothing is written here: the
+    indexer's first write clears the manifest's clean-close token, and the notes written are
+    listed in the manifest (:data:`BEHIND`), so the next writer that opens Chroma compares its
+    ids with the manifest, then writes those notes' chunks from the vector cache, without the
+    model."""
 
     remote = False
     released = True  # holds nothing: closing it seals nothing
