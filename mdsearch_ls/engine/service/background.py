@@ -113,6 +113,8 @@ class Background:
             self.served = self.served or folder.resident is not None
             self._starting.pop(folder.root, None)
             self.folders.remove(folder)  # blocks until the writer has stopped and closed
+            if not len(self.folders):
+                self.stop.set()  # the last one: exit now, not at the next look round
         log.info("%s: let go", folder.root)
         return True
 
@@ -163,6 +165,9 @@ class Background:
             with self._lock:
                 self.served = self.served or any(f.resident is not None for f in self.folders)
             self.folders.close(timeout=LEAVE_WAIT_S)
+            # a model still loading on its thread (ONNX Runtime's own threads inside) must not
+            # meet the interpreter's exit: that aborts the process
+            self.folders.wait_model(timeout=LEAVE_WAIT_S)
         return 0 if self.served else 3
 
     def _sweep_done_starts(self) -> None:
