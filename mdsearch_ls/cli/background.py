@@ -59,7 +59,7 @@ def start_after_search(args: argparse.Namespace, settings: Settings, root: Path)
     values = {info.name: _json_value(getattr(settings, info.name)) for info in cli_settings()}
     folder = str(Path(root).resolve())
     # the user's background process, when one runs, holds this folder too: one model for all
-    added = ask_socket(background_socket_path(cache_root()),
+    added = ask_socket(background_socket_path(cache_root()), cache_root(),
                        {"v": PROTOCOL_RESIDENT, "add": folder, "settings": values})
     if added is not None and added.get("added"):
         _said(f"the background process (pid {added.get('pid')}) keeps this index loaded too, "
@@ -114,7 +114,7 @@ def cmd_background(args: argparse.Namespace) -> int:
         settings = settings_from_flags({k: v for k, v in given.items() if v is not None},
                                        settings)
     if args.stop and args.all:
-        stopped = ask_socket(background_socket_path(cache_root()),
+        stopped = ask_socket(background_socket_path(cache_root()), cache_root(),
                              {"v": PROTOCOL_RESIDENT, "stop": True})
         _note(args, f"stopped the background process (pid {stopped['pid']})"
               if stopped and stopped.get("stopping") else "no background process runs")

@@ -14,9 +14,7 @@ the server) skips it.
 
 from __future__ import annotations
 
-import _socket as socket  # the C module: socket.py's enums and selectors cost ~3 ms
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,36 +34,16 @@ but not for a server that has stopped answering; then search in process."""
 def ask(index_dir: Path, request: dict[str, Any], want: str = "results"
         ) -> dict[str, Any] | None:
     """The server's answer to one request (one holding ``want``), or None (no server, or it
-    did not answer)."""
-    from mdsearch_ls.engine.api import private_dir, resident_socket_path
+    did not answer or take the request: the CLI then does it in process)."""
+    from mdsearch_ls.engine.api import ask_socket, resident_socket_path
 
-    path = resident_socket_path(index_dir)
-    if not path.exists():
+    answer = ask_socket(resident_socket_path(index_dir), index_dir, request, timeout=ANSWER_S,
+                        connect_timeout=CONNECT_S)
+    if answer is None:
         return None
-    if path.parent != index_dir and not private_dir(path.parent, create=False):
-        log.info("not asking %s: its folder is not this user's alone", path)
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(CONNECT_S)
-        sock.connect(str(path))
-        sock.settimeout(ANSWER_S)
-        sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            more = sock.recv(1 << 16)
-            if not more:
-                break
-            data += more
-        answer = json.loads(data)
-    except (OSError, ValueError) as exc:  # gone, stale socket file, cut answer: search here
-        log.info("the server's search socket did not answer (%s): searching in process", exc)
-        return None
-    finally:
-        sock.close()
-    if not isinstance(answer, dict) or answer.get("refused") or want not in answer:
+    if answer.get("refused") or want not in answer:
         log.info("the server did not take the request (%s): doing it in process",
-                 answer.get("refused") if isinstance(answer, dict) else "no answer")
+                 answer.get("refused") or "no answer")
         return None
     return answer
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -50,28 +49,21 @@ def indexed(tmp_path: Path, real_embedder: Any, monkeypatch: pytest.MonkeyPatch
         yield vault, cache
     finally:  # whatever a test left running goes with it
         ask_to_leave(index_dir_of(vault, Settings()))
-        ask_socket(background_socket_path(cache), {"v": 1, "stop": True})
+        ask_socket(background_socket_path(cache), cache, {"v": 1, "stop": True})
 
 
 def ask(vault: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, index_dir_of, resident_socket_path
+    from mdsearch_ls.engine.api import (
+        PROTOCOL_RESIDENT,
+        ask_socket,
+        index_dir_of,
+        resident_socket_path,
+    )
 
-    path = resident_socket_path(index_dir_of(vault, Settings()))
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(30)
-            s.connect(str(path))
-            s.sendall(json.dumps({"v": PROTOCOL_RESIDENT, **request}).encode() + b"\n")
-            data = b""
-            while not data.endswith(b"\n"):
-                more = s.recv(65536)
-                if not more:
-                    break
-                data += more
-        return json.loads(data)
-    except (OSError, ValueError):
-        return None
+    index_dir = index_dir_of(vault, Settings())
+    return ask_socket(resident_socket_path(index_dir), index_dir,
+                      {"v": PROTOCOL_RESIDENT, **request}, timeout=30)
 
 
 def alive(pid: int) -> bool:
@@ -257,7 +249,7 @@ def test_one_process_holds_every_folder_the_command_line_searched(indexed, tmp_p
     assert f"the background process (pid {pid}) keeps this index loaded too" in second.stderr
     held = wait_until(lambda: ask(other, {"who": True}), 120, "it answers for the second folder")
     assert held["pid"] == pid and held["background"] is True
-    control = ask_socket(background_socket_path(cache), {"v": 1, "who": True})
+    control = ask_socket(background_socket_path(cache), cache, {"v": 1, "who": True})
     assert sorted(control["folders"]) == sorted([str(vault.resolve()), str(other.resolve())])
     through = run_cli("search", QUERY, "-k", "1", "-v", cwd=other, cache=cache, env=ON)
     assert f"(process {pid})" in through.stderr

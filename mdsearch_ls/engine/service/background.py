@@ -50,11 +50,8 @@ from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.index.layout import cache_root
 from mdsearch_ls.engine.service.folder import IndexedFolder
 from mdsearch_ls.engine.service.folders import Folders
-from mdsearch_ls.engine.service.resident_rules import (
-    PROTOCOL_RESIDENT,
-    background_socket_path,
-    private_dir,
-)
+from mdsearch_ls.engine.service.resident import listen_private, read_line
+from mdsearch_ls.engine.service.resident_rules import PROTOCOL_RESIDENT, background_socket_path
 
 log = logging.getLogger(__name__)
 
@@ -178,26 +175,9 @@ class Background:
     def _listen(self) -> None:
         """The socket that takes more folders; without it (another live process answers
         there, a path it cannot use) this process holds its first folder alone."""
-        path = self.path
-        if path.parent != cache_root() and not private_dir(path.parent, create=True):
+        sock = listen_private(self.path, cache_root())
+        if sock is None:
             return
-        if path.exists() and _answers(path):
-            log.info("another background process takes folders on %s", path)
-            return
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            sock.bind(str(path))
-            sock.listen(8)
-        except OSError as exc:
-            sock.close()
-            log.info("no socket for more folders at %s: %s", path, exc)
-            return
-        finally:
-            os.umask(old)
         self._sock = sock
         threading.Thread(target=self._accept, name="mdsearch-background", daemon=True).start()
 
@@ -211,7 +191,7 @@ class Background:
             with conn:
                 conn.settimeout(10)
                 try:
-                    answer = self.answer(json.loads(_read_line(conn)))
+                    answer = self.answer(json.loads(read_line(conn)))
                 except (OSError, ValueError) as exc:
                     answer = {"v": PROTOCOL_RESIDENT, "refused": f"bad request: {exc}"}
                 except Exception as exc:  # every request gets an answer
@@ -255,27 +235,3 @@ def serve_in_background(root: Path, settings: Settings, *, idle_s: float = IDLE_
                         embedder: Embedder | None = None) -> int:
     """The process ``mdsearch background ROOT`` runs (see :class:`Background`)."""
     return Background(settings, idle_s=idle_s, embedder=embedder).run(root)
-
-
-def _read_line(conn: socket.socket) -> bytes:
-    data = b""
-    while not data.endswith(b"\n"):
-        more = conn.recv(65536)
-        if not more:
-            break
-        data += more
-        if len(data) > 1 << 20:
-            raise ValueError("request too long")
-    return data
-
-
-def _answers(path: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1)
-    try:
-        probe.connect(str(path))
-        return True
-    except OSError:
-        return False
-    finally:
-        probe.close()

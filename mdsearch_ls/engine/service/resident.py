@@ -94,33 +94,13 @@ class ResidentSearch:
     def start(self) -> bool:
         """Listen (replacing a socket file no process answers on); False when it cannot, which
         costs nothing but speed: the CLI then searches by itself."""
-        path = str(self.path)
-        if self.path.parent != self.index_dir and not private_dir(self.path.parent,
-                                                                   create=True):
-            log.info("no search socket: %s is not a private folder of this user's",
-                     self.path.parent)
+        sock = listen_private(self.path, self.index_dir)
+        if sock is None:
             return False
-        if self.path.exists() and _answers(path):
-            log.info("no search socket: another process answers on %s", path)
-            return False
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)  # owner-only from the moment it exists
-        try:
-            sock.bind(path)
-            sock.listen(16)
-        except OSError as exc:
-            sock.close()
-            log.info("no search socket at %s: %s", path, exc)
-            return False
-        finally:
-            os.umask(old)
-        sock.set_inheritable(False)
         self._sock = sock
         self._watch = NoteWatch.for_root(self.folder.root)
         threading.Thread(target=self._accept, name="mdsearch-resident", daemon=True).start()
-        log.info("%s: answering CLI searches on %s", self.folder.name, path)
+        log.info("%s: answering CLI searches on %s", self.folder.name, self.path)
         return True
 
     def _accept(self) -> None:
@@ -141,7 +121,7 @@ class ResidentSearch:
         with conn:
             conn.settimeout(10)
             try:
-                line = _read_line(conn)
+                line = read_line(conn)
                 answer = self.answer(json.loads(line))
             except (OSError, ValueError) as exc:
                 answer = {"v": PROTOCOL_RESIDENT, "refused": f"bad request: {exc}"}
@@ -308,7 +288,38 @@ def _update(folder: IndexedFolder, changed: list[str]) -> IndexReport:
     return ws.update(changed)
 
 
-def _read_line(conn: socket.socket) -> bytes:
+def listen_private(path: Path, home: Path) -> socket.socket | None:
+    """A Unix socket listening at ``path``, owner-only from the moment it exists; None when it
+    cannot (another live process answers there, a shared folder, a bind error), which costs
+    only speed. ``home``: the folder the socket belongs beside; anywhere else (a long path's
+    fallback in the temp folder) its folder must be this user's alone. A socket file no process
+    answers on is replaced."""
+    if path.parent != home and not private_dir(path.parent, create=True):
+        log.info("no socket: %s is not a private folder of this user's", path.parent)
+        return None
+    if path.exists() and answers(path):
+        log.info("no socket: another process answers on %s", path)
+        return None
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sock.bind(str(path))
+        sock.listen(16)
+    except OSError as exc:
+        sock.close()
+        log.info("no socket at %s: %s", path, exc)
+        return None
+    finally:
+        os.umask(old)
+    sock.set_inheritable(False)
+    return sock
+
+
+def read_line(conn: socket.socket) -> bytes:
+    """One request line (at most :data:`MAX_REQUEST` bytes)."""
     data = b""
     while not data.endswith(b"\n"):
         more = conn.recv(65536)
@@ -320,12 +331,12 @@ def _read_line(conn: socket.socket) -> bytes:
     return data
 
 
-def _answers(path: str) -> bool:
+def answers(path: Path) -> bool:
     """Whether a live process listens on the socket file (a dead one leaves the file)."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(1)
     try:
-        probe.connect(path)
+        probe.connect(str(path))
         return True
     except OSError:
         return False

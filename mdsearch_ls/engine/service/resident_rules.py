@@ -13,10 +13,13 @@ holds both sides to the same answers.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from mdsearch_ls.config import Settings
@@ -77,31 +80,35 @@ def ranking_settings(settings: Settings) -> dict[str, Any]:
             for f in RANKING_FIELDS}
 
 
-def ask_socket(path: Path, request: dict[str, Any], timeout: float = 35.0
-               ) -> dict[str, Any] | None:
-    """One JSON line to the socket at ``path`` and its one-line answer; None when nothing
-    answers there (no file, a stale one, no answer in time, not JSON) or the folder holding a
-    socket outside the index folder is not this user's alone."""
+def ask_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: float = 35.0,
+               connect_timeout: float = 2.0) -> dict[str, Any] | None:
+    """One JSON line to the socket at ``path`` and its one-line answer (a JSON object); None,
+    logged, when nothing answers there (no file, a stale one, no answer in time, not JSON) or
+    the socket lies outside ``home`` (a long path's fallback) in a folder not this user's alone.
+    The C module ``_socket``: ``socket.py``'s enums and selectors cost a CLI ~3 ms."""
+    import _socket as socket
     import json
-    import socket
 
-    if not path.exists() or (path.parent.name.startswith("mdsearch-")
-                             and not private_dir(path.parent, create=False)):
+    if not path.exists():
+        return None
+    if path.parent != Path(home) and not private_dir(path.parent, create=False):
+        log.info("not asking %s: its folder is not this user's alone", path)
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(2.0)
+        sock.settimeout(connect_timeout)
         sock.connect(str(path))
         sock.settimeout(timeout)
         sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):
-            more = sock.recv(65536)
+            more = sock.recv(1 << 16)
             if not more:
                 break
             data += more
         answer = json.loads(data)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:  # gone, stale socket file, cut answer
+        log.info("%s did not answer (%s)", path, exc)
         return None
     finally:
         sock.close()
@@ -113,6 +120,6 @@ def ask_to_leave(index_dir: Path, timeout: float = 35.0) -> bool:
     background process has closed it (its writer lock is then free). A server a person started
     refuses, and no socket, a stale one or no answer is False: the caller meets the lock as it
     would have."""
-    answer = ask_socket(resident_socket_path(index_dir),
-                        {"v": PROTOCOL_RESIDENT, "leave": True}, timeout)
+    answer = ask_socket(resident_socket_path(index_dir), index_dir,
+                        {"v": PROTOCOL_RESIDENT, "leave": True}, timeout=timeout)
     return answer is not None and answer.get("left") is True
