@@ -102,8 +102,8 @@ class Workspace(WriterOpen):
         if mode == "read":
             return cls(root, settings, embedder, index_dir=index_dir, read_only=True)
         try:
-            return cls(root, settings, embedder, index_dir=index_dir, role=role,
-                       defer_vectors=defer_vectors)
+            ws = cls(root, settings, embedder, index_dir=index_dir, role=role,
+                     defer_vectors=defer_vectors)
         except IndexLockedError as locked:
             if mode == "write":
                 raise
@@ -111,7 +111,9 @@ class Workspace(WriterOpen):
             ws.read_only_reason = (f"the index in {ws.index_dir} is in use by another mdsearch "
                                    f"process{locked.holder_text}: reading it as it is, without "
                                    "updating it")
-            return ws
+        if role == "server":  # it searches many times: see engine/index/phrase_scores.py
+            ws.manifest.keep_phrase_scores()
+        return ws
 
     def __init__(
         self,
@@ -347,15 +349,8 @@ class Workspace(WriterOpen):
                                       default_k=self.settings.max_results)
         return self.search(request).hits
 
-    def related_to(
-        self,
-        path: str,
-        line: int,
-        *,
-        text: str | None = None,
-        k: int | None = None,
-        min_score: float | None = None,
-    ) -> Related:
+    def related_to(self, path: str, line: int, *, text: str | None = None,
+                   k: int | None = None, min_score: float | None = None) -> Related:
         """:meth:`related` for scripts and tests, through the same request validation."""
         return self.related(RelatedRequest.build(path, line, text=text, k=k, min_score=min_score))
 

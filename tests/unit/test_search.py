@@ -132,7 +132,7 @@ def test_only_hybrid_adds_adjacent_word_pairs_to_the_keyword_query(small, monkey
     ws, _ = small
     seen: dict[str, str] = {}
 
-    def record(match, limit, paths=None, weights=(4.0, 1.0)):
+    def record(match, limit, paths=None, weights=(4.0, 1.0), terms=None):
         seen[mode] = match
         return []
 

@@ -9,13 +9,27 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.engine.index.manifest_schema import _batched
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.index.phrase_scores import PhraseScores
 
 
 class KeywordQueries:
     """The FTS5 methods of a manifest; the connection comes from it."""
+
+    phrase_scores: PhraseScores | None = None
+    """The common phrases' scores a long-running process keeps (:meth:`keep_phrase_scores`)."""
+
+    def keep_phrase_scores(self) -> None:
+        """Keep common phrases' scores from search to search (engine/index/phrase_scores.py):
+        for a process that searches many times; numpy is imported here, not by a CLI search."""
+        from mdsearch_ls.engine.index.phrase_scores import PhraseScores
+
+        if self.phrase_scores is None:
+            self.phrase_scores = PhraseScores()
 
     def _conn(self) -> sqlite3.Connection:
         raise NotImplementedError
@@ -25,9 +39,12 @@ class KeywordQueries:
 
     def keyword_search(
         self, match: str, limit: int, paths: set[str] | None = None,
-        weights: Sequence[float] = (4.0, 1.0),
+        weights: Sequence[float] = (4.0, 1.0), terms: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 over the FTS5 table; title hits weigh ``weights[0]`` x a body hit. Best first.
+
+        ``terms``: the phrases ``match`` ORs, when it is only that (a typed query with no
+        required phrase); with kept phrase scores and no ``paths`` they are summed from them.
 
         With ``paths``, the ranked rows are streamed and filtered until ``limit`` pass, so a
         narrow filter still gets its best ``limit`` matches (a fixed over-fetch could hold none
@@ -42,6 +59,12 @@ class KeywordQueries:
             "ORDER BY rank, chunks_fts.rowid"
         )
         try:
+            if paths is None and terms and self.phrase_scores is not None:
+                top = self.phrase_scores.top(conn, terms, limit, (w_title, w_body))
+                rowids = [r for r, _ in top]  # (a pool: far fewer than SQLite's 32,766 marks)
+                id_of = dict(conn.execute("SELECT rowid, id FROM chunks WHERE rowid IN "
+                                          f"({','.join('?' * len(rowids))})", rowids))
+                return [(id_of[r], s) for r, s in top if r in id_of]
             if paths is None:
                 # Ranked and cut inside FTS5 before the join: joining every match to its chunk
                 # row first (a common word matches half a vault) cost more than the ranking.

@@ -245,10 +245,11 @@ class Searcher:
         leg: Future[list[tuple[str, float]]] | None = None
         if mode in ("hybrid", "keyword"):
             # Adjacent-word phrases help the fused ranking but not BM25 alone (measured; see
-            # keyword.build_match), so only hybrid asks for them.
+            # keyword.or_terms), so only hybrid asks for them.
             match = keyword.build_match(text, must, pairs=mode == "hybrid")
             if match:
-                args = (match, pool, allowed, (params.title_column_weight, 1.0))
+                terms = None if must else keyword.or_terms(text, pairs=mode == "hybrid")
+                args = (match, pool, allowed, (params.title_column_weight, 1.0), terms)
                 if qvec is not None:
                     leg = keyword_leg(self.manifest.keyword_search, *args)
                 else:
