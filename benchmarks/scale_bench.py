@@ -316,6 +316,7 @@ def in_process(vault: Path, qs: list[str], warm: list[str]) -> dict[str, float]:
         ws.manifest.keep_phrase_scores()
         for q in warm:
             ws.search(SearchRequest.build(q, k=10))
+        ws.manifest.phrase_scores.settle()
         ws.searcher._cache.clear()  # (the answers to ``qs`` above are not reused)
         kept = run()
     finally:

@@ -49,8 +49,11 @@ QUERIES = [
 def _both(m: Manifest, query: str, limit: int, weights=(4.0, 1.0)):
     terms = keyword.or_terms(query, pairs=True)
     match = " OR ".join(terms)
-    return (m.keyword_search(match, limit, None, weights),
-            m.keyword_search(match, limit, None, weights, terms))
+    plain = m.keyword_search(match, limit, None, weights)
+    summed = m.keyword_search(match, limit, None, weights, terms)
+    if m.phrase_scores is not None:
+        m.phrase_scores.settle()  # what a cold search put aside is read
+    return plain, summed
 
 
 @pytest.mark.parametrize("limit", [1, 5, 60, 1000])
@@ -63,6 +66,23 @@ def test_kept_sums_are_fts5s_list_to_the_last_bit(manifest, limit):
             assert plain, q
             assert summed == plain, q  # ids and float scores, exactly
     assert manifest.phrase_scores.held > 0
+
+
+def test_a_cold_search_asks_fts5_and_keeps_its_common_phrases_for_the_next(manifest):
+    """The first search after a start (or a write) finds nothing kept: FTS5 answers it whole,
+    and its common phrases are read on a thread of their own; the next search of those words
+    reads none of them again."""
+    manifest.keep_phrase_scores()
+    scores = manifest.phrase_scores
+    scores.common_rows = 1
+    query = "print disk usage of the current directory sorted by size"
+    plain, summed = _both(manifest, query, 20)
+    assert summed == plain
+    assert scores.held > 0
+    reads = scores.reads
+    plain, summed = _both(manifest, query, 20)
+    assert summed == plain
+    assert scores.reads == reads
 
 
 def test_ties_go_by_rowid_across_the_cut(manifest):

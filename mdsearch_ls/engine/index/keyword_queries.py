@@ -58,9 +58,12 @@ class KeywordQueries:
             "JOIN chunks c ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? "
             "ORDER BY rank, chunks_fts.rowid"
         )
+        top: list[tuple[int, float]] | None = None
         try:
             if paths is None and terms and self.phrase_scores is not None:
-                top = self.phrase_scores.top(conn, terms, limit, (w_title, w_body))
+                # None: FTS5's whole query costs less this time (see PhraseScores.top)
+                top = self.phrase_scores.top(conn, terms, limit, (w_title, w_body), self._conn)
+            if top is not None:
                 rowids = [r for r, _ in top]  # (a pool: far fewer than SQLite's 32,766 marks)
                 id_of = dict(conn.execute("SELECT rowid, id FROM chunks WHERE rowid IN "
                                           f"({','.join('?' * len(rowids))})", rowids))

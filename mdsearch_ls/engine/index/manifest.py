@@ -200,6 +200,8 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
 
     def close(self) -> None:
         """Close every thread's connection; a writer's clean close seals the file."""
+        if self.phrase_scores is not None:
+            self.phrase_scores.close()  # its reading thread is done before the connections go
         clean = self._sealing
         for conn in self._all:
             try:

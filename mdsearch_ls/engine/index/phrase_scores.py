@@ -12,19 +12,22 @@ per search only for the other phrases, each alone; the sums and the first ``limi
 first, then by rowid, FTS5's order) are taken in numpy.
 
 The sums are FTS5's to the last bit: each phrase's score is the same double, and they are added in
-the query's order, as FTS5 adds them (a phrase a row lacks adds 0.0 there). A process that
-searches once (the CLI) keeps nothing and asks FTS5 the whole query: reading each common phrase
-alone costs more than scoring them together (65 ms against 38 for a typical question at 96k).
-Every write invalidates what is kept (a write moves every idf and ``avgdl``); the next search reads
-the common phrases again, at about the cost of the plain query.
+the query's order, as FTS5 adds them (a phrase a row lacks adds 0.0 there), so which of the two
+answered never shows. Reading a common phrase alone costs more than scoring it with the others
+(80 ms against 51 for a typical question at 96k, everything read alone), so a process that
+searches once (the CLI) keeps nothing and asks FTS5 the whole query, and so does a search whose
+rows lie mostly in common phrases not kept yet (the first after a start or a write: a write moves
+every idf and ``avgdl``, so it drops all that was kept); those phrases are then read on a thread
+of their own, for the searches after it.
 """
 
 from __future__ import annotations
 
+import queue
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -37,7 +40,17 @@ goes first. At 96k chunks the phrases of 500+ rows of all 365 nl2bash questions 
 with 1.5M kept, a question the server had answered before took 13 ms (p50) instead of 5
 (benchmarks/keyword_bench.py)."""
 
+COLD_SHARE = 2
+"""Ask FTS5 the whole query when over 1/COLD_SHARE of the rows the phrases match are in common
+phrases not kept: reading each alone costs about 1.5x scoring them all together."""
+
 _Scores = tuple[np.ndarray, np.ndarray]
+_Job = tuple[Callable[[], sqlite3.Connection], object, list[tuple[str, float, float]]]
+
+
+def _state_of(conn: sqlite3.Connection) -> object:
+    return conn.execute("SELECT (SELECT value FROM meta WHERE key = 'lineage'), "
+                        "(SELECT value FROM meta WHERE key = 'generation')").fetchone()
 
 
 class PhraseScores:
@@ -46,10 +59,15 @@ class PhraseScores:
     def __init__(self, budget: int = BUDGET, common_rows: int = COMMON_ROWS) -> None:
         self.budget = budget
         self.common_rows = common_rows
-        self._state: tuple[str | None, str | None] | None = None
+        self._state: object = None
         self._kept: OrderedDict[tuple[str, float, float], _Scores] = OrderedDict()
+        self._rows_of: dict[str, int] = {}
         self._held = 0
         self._lock = threading.Lock()
+        self._jobs: queue.Queue[_Job] = queue.Queue()
+        self._queued: set[tuple[str, float, float]] = set()
+        self._worker: threading.Thread | None = None
+        self._closed = False
         self.reads = 0
         """Phrases read from FTS5 alone since the start (a test's and a benchmark's measure)."""
 
@@ -58,41 +76,125 @@ class PhraseScores:
         return self._held
 
     def top(self, conn: sqlite3.Connection, phrases: Sequence[str], limit: int,
-            weights: tuple[float, float]) -> list[tuple[int, float]]:
+            weights: tuple[float, float], connect: Callable[[], sqlite3.Connection] | None = None,
+            ) -> list[tuple[int, float]] | None:
         """The first ``limit`` ``(rowid, score)`` of the OR of ``phrases``, best first, ties by
-        rowid: what ``ORDER BY bm25(...), rowid LIMIT`` gives, read in one snapshot."""
+        rowid: what ``ORDER BY bm25(...), rowid LIMIT`` gives, read in one snapshot.
+
+        None when most of the rows the query matches are in common phrases not kept (the first
+        search after a write): reading them alone would cost about 1.5x FTS5's whole query, so
+        the caller asks FTS5 that, and they are read and kept on a thread of their own
+        (``connect`` gives it its connection) for the searches after this one."""
         began = not conn.in_transaction
         if began:
             conn.execute("BEGIN")
         try:
-            parts = self._parts(conn, phrases, weights)
+            state, kept, rows = self._look(conn, phrases, weights)
+            missing = [p for p, got in zip(phrases, kept, strict=True)
+                       if got is None and rows[p] >= self.common_rows]
+            if connect is not None and (sum(rows[p] for p in missing) * COLD_SHARE
+                                        > sum(rows.values())):
+                self._warm_later(connect, state, missing, weights)
+                return None
+            parts = []
+            for phrase, got in zip(phrases, kept, strict=True):
+                if got is None and rows[phrase]:
+                    got = _read(conn, phrase, weights)
+                    self._keep(state, (phrase, *weights), got)
+                if got is not None:
+                    parts.append(got)
         finally:
             if began:
                 conn.execute("COMMIT")
         return _best(parts, limit)
 
-    def _parts(self, conn: sqlite3.Connection, phrases: Sequence[str],
-               weights: tuple[float, float]) -> list[_Scores]:
-        """Each phrase's scores, in the query's order (so the sums add as FTS5's do): kept, or
-        read alone (a rare phrase's few rows cost less to read than to keep)."""
-        state = conn.execute("SELECT (SELECT value FROM meta WHERE key = 'lineage'), "
-                             "(SELECT value FROM meta WHERE key = 'generation')").fetchone()
+    def forget(self) -> None:
+        """Drop all that is kept, as a write does (benchmarks: the first search after one)."""
+        self.settle()
+        with self._lock:
+            self._state, self._held = None, 0
+            self._kept.clear()
+            self._rows_of.clear()
+            self._queued.clear()
+
+    def close(self) -> None:
+        """No more reading on the thread (the manifest is closing its connections)."""
+        self._closed = True
+        self.settle()
+
+    def settle(self) -> None:
+        """Wait until the phrases put aside for later are read (tests, benchmarks)."""
+        self._jobs.join()
+
+    def _look(self, conn: sqlite3.Connection, phrases: Sequence[str],
+              weights: tuple[float, float]) -> tuple[object, list[_Scores | None], dict[str, int]]:
+        """The snapshot's state, each phrase's kept scores (None: not kept), and the row count
+        of each phrase not kept (counted once per state: a count reads no scores)."""
+        state = _state_of(conn)
         with self._lock:
             if state != self._state:
                 self._state, self._held = state, 0
                 self._kept.clear()
-        parts: list[_Scores] = []
+                self._rows_of.clear()
+                self._queued.clear()
+        kept: list[_Scores | None] = []
+        rows: dict[str, int] = {}
         for phrase in phrases:
             key = (phrase, *weights)
             with self._lock:
-                kept = self._kept.get(key)
-                if kept is not None:
+                got = self._kept.get(key)
+                if got is not None:
                     self._kept.move_to_end(key)
-            if kept is None:
-                kept = _read(conn, phrase, weights)
-                self._keep(state, key, kept)
-            parts.append(kept)
-        return parts
+                count = self._rows_of.get(phrase)
+            kept.append(got)
+            if got is not None:
+                rows[phrase] = int(got[0].size)
+                continue
+            if count is None:
+                count = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                     (phrase,)).fetchone()[0]
+                with self._lock:
+                    if state == self._state:
+                        self._rows_of[phrase] = count
+            rows[phrase] = count
+        return state, kept, rows
+
+    def _warm_later(self, connect: Callable[[], sqlite3.Connection], state: object,
+                    phrases: list[str], weights: tuple[float, float]) -> None:
+        with self._lock:
+            keys = [(p, *weights) for p in phrases if (p, *weights) not in self._queued]
+            self._queued.update(keys)
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._warm, daemon=True,
+                                                name="mdsearch-phrase-scores")
+                self._worker.start()
+        if keys:
+            self._jobs.put((connect, state, keys))
+
+    def _warm(self) -> None:
+        """Read and keep what searches put aside, in the state they met (a job of an older
+        state is dropped: its scores would be stale)."""
+        while True:
+            connect, state, keys = self._jobs.get()
+            try:
+                if self._closed:
+                    continue
+                conn = connect()
+                conn.execute("BEGIN")
+                try:
+                    for key in keys:
+                        if self._closed or self._state != state or _state_of(conn) != state:
+                            break
+                        with self._lock:
+                            have = key in self._kept
+                        if not have:
+                            self._keep(state, key, _read(conn, key[0], (key[1], key[2])))
+                finally:
+                    conn.execute("COMMIT")
+            except Exception:  # a closed or damaged manifest: searches read what they need
+                pass
+            finally:
+                self._jobs.task_done()
 
     def _keep(self, state: object, key: tuple[str, float, float], scores: _Scores) -> None:
         size = int(scores[0].size)
