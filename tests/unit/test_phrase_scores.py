@@ -173,6 +173,7 @@ def test_a_server_keeps_them_and_a_command_does_not(tmp_path, write, fake_embedd
             ws.searcher._cache.clear()
             hits = ws.hits("copy the current directory to a backup disk", 10)
             assert [h.chunk_id for h in hits] == first
+            ws.manifest.phrase_scores.settle()
         assert ws.manifest.phrase_scores.held > 0
     finally:
         ws.close()

@@ -41,8 +41,9 @@ with 1.5M kept, a question the server had answered before took 13 ms (p50) inste
 (benchmarks/keyword_bench.py)."""
 
 COLD_SHARE = 2
-"""Ask FTS5 the whole query when over 1/COLD_SHARE of the rows the phrases match are in common
-phrases not kept: reading each alone costs about 1.5x scoring them all together."""
+"""Ask FTS5 the whole query when over 1/COLD_SHARE of the rows the phrases match are in phrases
+not kept: reading each alone costs about 1.3-1.5x scoring them all together (a query of rare
+words only, too, goes to FTS5 whole: few rows either way)."""
 
 _Scores = tuple[np.ndarray, np.ndarray]
 _Job = tuple[Callable[[], sqlite3.Connection], object, list[tuple[str, float, float]]]
@@ -81,20 +82,21 @@ class PhraseScores:
         """The first ``limit`` ``(rowid, score)`` of the OR of ``phrases``, best first, ties by
         rowid: what ``ORDER BY bm25(...), rowid LIMIT`` gives, read in one snapshot.
 
-        None when most of the rows the query matches are in common phrases not kept (the first
-        search after a write): reading them alone would cost about 1.5x FTS5's whole query, so
-        the caller asks FTS5 that, and they are read and kept on a thread of their own
-        (``connect`` gives it its connection) for the searches after this one."""
+        None when most of the rows the query matches are in phrases not kept (the first search
+        after a write, or one of rare words only): reading them alone would cost about 1.3-1.5x
+        FTS5's whole query, so the caller asks FTS5 that, and the common ones are read and kept
+        on a thread of their own (``connect`` gives it its connection) for the next searches."""
         began = not conn.in_transaction
         if began:
             conn.execute("BEGIN")
         try:
             state, kept, rows = self._look(conn, phrases, weights)
-            missing = [p for p, got in zip(phrases, kept, strict=True)
-                       if got is None and rows[p] >= self.common_rows]
-            if connect is not None and (sum(rows[p] for p in missing) * COLD_SHARE
+            alone = [p for p, got in zip(phrases, kept, strict=True) if got is None]
+            if connect is not None and (sum(rows[p] for p in alone) * COLD_SHARE
                                         > sum(rows.values())):
-                self._warm_later(connect, state, missing, weights)
+                common = [p for p in alone if rows[p] >= self.common_rows]
+                if common:
+                    self._warm_later(connect, state, common, weights)
                 return None
             parts = []
             for phrase, got in zip(phrases, kept, strict=True):
