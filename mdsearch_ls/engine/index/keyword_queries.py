@@ -77,6 +77,8 @@ class KeywordQueries:
                     "JOIN chunks c ON c.rowid = f.rowid ORDER BY f.rank, f.rowid",
                     (w_title, w_body, match, limit),
                 ).fetchall()
+                if self.phrase_scores is not None:
+                    self.phrase_scores.read_later()
                 return [(cid, -float(rank)) for cid, rank in rows]
             out: list[tuple[str, float]] = []
             for cid, path, rank in conn.execute(sql, (w_title, w_body, match)):

@@ -23,6 +23,8 @@ of their own, for the searches after it.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import queue
 import sqlite3
 import threading
@@ -68,6 +70,7 @@ class PhraseScores:
         self._jobs: queue.Queue[_Job] = queue.Queue()
         self._queued: set[tuple[str, float, float]] = set()
         self._worker: threading.Thread | None = None
+        self._later = threading.local()
         self._closed = False
         self.reads = 0
         """Phrases read from FTS5 alone since the start (a test's and a benchmark's measure)."""
@@ -84,8 +87,10 @@ class PhraseScores:
 
         None when most of the rows the query matches are in phrases not kept (the first search
         after a write, or one of rare words only): reading them alone would cost about 1.3-1.5x
-        FTS5's whole query, so the caller asks FTS5 that, and the common ones are read and kept
-        on a thread of their own (``connect`` gives it its connection) for the next searches."""
+        FTS5's whole query, so the caller asks FTS5 that and then calls :meth:`read_later`: the
+        common ones are read and kept on a thread of their own (``connect`` gives it its
+        connection), at a lower priority, for the next searches."""
+        self._later.job = None
         began = not conn.in_transaction
         if began:
             conn.execute("BEGIN")
@@ -95,8 +100,7 @@ class PhraseScores:
             if connect is not None and (sum(rows[p] for p in alone) * COLD_SHARE
                                         > sum(rows.values())):
                 common = [p for p in alone if rows[p] >= self.common_rows]
-                if common:
-                    self._warm_later(connect, state, common, weights)
+                self._later.job = (connect, state, common, weights) if common else None
                 return None
             parts = []
             for phrase, got in zip(phrases, kept, strict=True):
@@ -161,8 +165,14 @@ class PhraseScores:
             rows[phrase] = count
         return state, kept, rows
 
-    def _warm_later(self, connect: Callable[[], sqlite3.Connection], state: object,
-                    phrases: list[str], weights: tuple[float, float]) -> None:
+    def read_later(self) -> None:
+        """Read the common phrases this thread's last :meth:`top` put aside: called once FTS5
+        has answered, so the reading does not compete with the search that asked."""
+        job = getattr(self._later, "job", None)
+        self._later.job = None
+        if job is None:
+            return
+        connect, state, phrases, weights = job
         with self._lock:
             keys = [(p, *weights) for p in phrases if (p, *weights) not in self._queued]
             self._queued.update(keys)
@@ -175,7 +185,10 @@ class PhraseScores:
 
     def _warm(self) -> None:
         """Read and keep what searches put aside, in the state they met (a job of an older
-        state is dropped: its scores would be stale)."""
+        state is dropped: its scores would be stale). Niced: a search or a command started
+        meanwhile gets the cores first."""
+        with contextlib.suppress(OSError, AttributeError):  # (Linux: a thread's own niceness)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         while True:
             connect, state, keys = self._jobs.get()
             try:
