@@ -37,7 +37,7 @@ DIMENSION = 384
 MAX_SEQ_LENGTH = 256  # the model's sentence_bert_config.json; read from it when present
 
 
-def _release_free_memory() -> None:
+def release_free_memory() -> None:
     """Hand freed heap memory back to the OS after a group of batches (glibc keeps it otherwise:
     a process that indexed once stayed ~70 MB larger for good). A few ms; Linux/glibc only."""
     try:
@@ -228,7 +228,7 @@ class OnnxEmbedder(BatchingEmbedder):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         vectors = super().embed_documents(texts)
         if len(texts) > self.max_batch:
-            _release_free_memory()
+            release_free_memory()
         return vectors
 
     def _tokenize(self, texts: list[str]) -> tuple[list[Any], list[int]]:
