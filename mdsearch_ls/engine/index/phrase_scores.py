@@ -5,8 +5,8 @@ FTS5's ``bm25()`` is a sum over the phrases of the query: each adds, for a row i
 matches), ``f`` its column-weighted count in the row, ``D`` the row's length and ``avgdl`` the
 table's. So the score of an OR of phrases is the sum of each phrase's score searched alone. A
 typed question is such an OR, and its common words are what makes FTS5 slow: at 96k chunks "files"
-matches 39k rows, and FTS5 scores every row any word matches (40 ms for a typical question, most
-of a hybrid search). A long-running process (a language or MCP server, the background process)
+matches 39k rows, and FTS5 scores every row any word matches (50-60 ms for a typical question,
+most of a hybrid search). A long-running process (a language or MCP server, the background process)
 keeps each common phrase's per-row scores for the index state they were read at, and asks FTS5
 per search only for the other phrases, each alone; the sums and the first ``limit`` rows (best
 first, then by rowid, FTS5's order) are taken in numpy.
@@ -16,9 +16,9 @@ the query's order, as FTS5 adds them (a phrase a row lacks adds 0.0 there), so w
 answered never shows. Reading a common phrase alone costs more than scoring it with the others
 (80 ms against 51 for a typical question at 96k, everything read alone), so a process that
 searches once (the CLI) keeps nothing and asks FTS5 the whole query, and so does a search whose
-rows lie mostly in common phrases not kept yet (the first after a start or a write: a write moves
-every idf and ``avgdl``, so it drops all that was kept); those phrases are then read on a thread
-of their own, for the searches after it.
+rows lie mostly in phrases not kept (the first after a start or a write: a write moves every idf
+and ``avgdl``, so it drops all that was kept; or one of rare words only); its common phrases are
+then read on a thread of their own, for the searches after it.
 """
 
 from __future__ import annotations
