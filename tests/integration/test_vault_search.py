@@ -217,3 +217,34 @@ def test_the_first_five_hits_do_not_depend_on_k(vault_ws):
                      for k in (5, 10, 50)}
             assert len(heads[5]) == 5, query
             assert heads[10] == heads[5] == heads[50], (query, per_file, heads)
+
+
+def test_a_server_with_kept_keyword_scores_ranks_as_a_cli_search(vault_ws, real_embedder):
+    """A long-running process sums the keyword list from kept phrase scores
+    (engine/index/phrase_scores.py); with the real model, every hit, score and explanation it
+    gives is the one a CLI search of the same index gives, on the first search (FTS5's whole
+    query) and on the next ones (the kept sums). Every phrase is kept here, whatever its rows:
+    the examples vault is too small for the default of 500."""
+    from mdsearch_ls.engine.api import SearchRequest
+
+    queries = ["how do we rotate the backup keys", "revenue tracking by quarter",
+               "what happens when a laptop is stolen", "escalation of a crisis to the board",
+               "Ctrl+Shift+F", "token efficiency of the assistant context"]
+    cli = {q: vault_ws.search(SearchRequest.build(q, k=10)).hits for q in queries}
+    server = Workspace.open(vault_ws.root, Settings(), "read", embedder=real_embedder,
+                            index_dir=vault_ws.index_dir)
+    try:
+        server.manifest.keep_phrase_scores()
+        scores = server.manifest.phrase_scores
+        assert scores is not None
+        scores.common_rows = 1
+        for round_ in range(3):
+            server.searcher._cache.clear()
+            for q in queries:
+                hits = server.search(SearchRequest.build(q, k=10)).hits
+                assert [(h.chunk_id, h.score, h.explain) for h in hits] == \
+                    [(h.chunk_id, h.score, h.explain) for h in cli[q]], (round_, q)
+            scores.settle()
+        assert scores.held > 0 and scores.reads > 0
+    finally:
+        server.close()
