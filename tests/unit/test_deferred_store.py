@@ -66,10 +66,19 @@ def test_a_deferred_writer_leaves_chroma_and_the_next_open_catches_it_up_exactly
     caplog.set_level(logging.INFO)
     embedded = FakeEmbedder()
     with Workspace.open(root, Settings(), "write", embedder=embedded, index_dir=index) as ws:
-        assert ws.repaired == 0 and ws.healed is None  # a catch-up, not a repair
+        # Opened as the last clean close left it: trusted, and caught up at its first write
+        # (a server's first answer does not wait for Chroma's graph); searches meanwhile read
+        # the manifest's vectors, never the Chroma that is behind.
+        assert ws.repaired == 0 and ws.healed is None
+        assert ws.searcher.store is None and "caught up" not in caplog.text
+        assert ws.hits("moss likes shade", 1)[0].path == "moss.md"
+        assert "fish.md" not in {h.path for h in ws.hits("salmon swim upstream", 5)}
+        write_note(root, "lichen.md", "# Lichen\n\nlichen on old stones\n")  # a save
+        ws.update(["lichen.md"])
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
-        assert "caught up with 3 notes" in caplog.text
-        assert embedded.documents_embedded == 0
+        assert "caught up with 3 notes" in caplog.text  # a catch-up, not a repair
+        assert embedded.documents_embedded == 1  # the new note only: the rest from the cache
+        assert ws.searcher.store is ws.store
         assert_consistent(ws)
         caught = snapshot(ws)
         assert ws.manifest.get_meta(BEHIND) == ""
@@ -177,8 +186,41 @@ def test_a_background_folder_writes_whole_scans_without_chroma_and_is_caught_up(
     with Workspace.open(root, Settings(), "write", embedder=FakeEmbedder(),
                         index_dir=index) as ws:
         assert ws.repaired == 0 and ws.healed is None
+        assert ws.indexer is not None and ws.indexer.behind is not None  # until its first write
+        write_note(root, "lichen.md", "# Lichen\n\nlichen on old stones\n")
+        ws.update(["lichen.md"])
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
         assert_consistent(ws)
         caught = snapshot(ws)
     clean = clean_build(root, tmp_path / "clean", FakeEmbedder())
     assert caught == clean, caught.diff(clean)
+
+
+def test_a_writer_that_opens_behind_and_writes_nothing_leaves_the_catch_up_to_the_next(
+    tmp_path: Path,
+) -> None:
+    """A server that opened a Chroma behind a deferred writer and closed without writing must
+    not seal it as clean: the next writer still catches it up (and a rebuild just empties it)."""
+    root = _vault(tmp_path / "vault")
+    index = tmp_path / "index"
+    with _open(root, index) as ws:
+        ws.index()
+    write_note(root, "moss.md", "# Moss\n\nmoss likes shade\n")
+    with _open(root, index, defer_vectors=True) as ws:
+        ws.update(["moss.md"])
+    for _ in range(2):  # open and close, twice, writing nothing
+        with _open(root, index) as ws:
+            assert ws.indexer is not None and ws.indexer.behind is not None
+            assert ws.hits("moss likes shade", 1)[0].path == "moss.md"
+            ws.rest()  # a server at rest seals a clean store: not this one
+        assert ws.manifest.get_meta(STORE_CLEAN) == DEFERRED
+        assert json.loads(ws.manifest.get_meta(BEHIND) or "") == ["moss.md"]
+    with _open(root, index) as ws:
+        write_note(root, "lichen.md", "# Lichen\n\nlichen on old stones\n")
+        ws.update(["lichen.md"])
+        assert_consistent(ws)
+    with _open(root, index) as ws:
+        assert ws.indexer is not None and ws.indexer._store_known_clean()
+        assert ws.indexer.behind is None
+        ws.index(rebuild=True)
+        assert_consistent(ws)

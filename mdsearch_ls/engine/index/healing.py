@@ -178,6 +178,12 @@ class WriterOpen:
             )
             if self._untouched_since_sealed(fingerprint):
                 self.repaired, problem, self.indexer.trusted = 0, None, True
+            elif self._behind_only(fingerprint):
+                # Only a deferred writer wrote since the last clean close: Chroma's graph is read
+                # (200 MB, a second at 96k) when this writer first writes to it, not before its
+                # first answer; until then no search reads Chroma (the Searcher gets no store).
+                self.repaired, problem, self.indexer.trusted = 0, None, True
+                self.indexer.behind = self._catch_up_deferred
             else:
                 # The manifest is the truth: repair what a crash between the Chroma write and
                 # the manifest write left, before anything reads (``--no-update``, status).
@@ -228,6 +234,23 @@ class WriterOpen:
         assert self.store is not None
         return (not self.store.remote and sealed_as(self.manifest, fingerprint)
                 and self.store.marker() == self.manifest.get_meta(STORE_CLEAN))
+
+    def _behind_only(self, fingerprint: str) -> bool:
+        """Chroma's folder is as its last clean close left it, and only a deferred writer (which
+        never touches Chroma, and marks the manifest so only after a clean state) wrote since."""
+        assert self.store is not None
+        return (not self.store.remote and self.manifest.get_meta(STORE_CLEAN) == DEFERRED
+                and fingerprint == self.manifest.get_meta(STORE_FILES))
+
+    def _catch_up_deferred(self) -> None:
+        """Before the first write to a Chroma trusted behind a deferred writer: compare ids
+        (what the deferred writer deleted) and write what it left behind, as an open would."""
+        assert self.indexer is not None
+        self.indexer.reconcile()
+        self._catch_up()
+        searcher = getattr(self, "searcher", None)
+        if searcher is not None:
+            searcher.store = self.store
 
     def _note_behind(self, paths: set[str]) -> None:
         """A :class:`DeferredStore` wrote these notes without Chroma: list them for the next

@@ -39,12 +39,7 @@ from mdsearch_ls.engine.index.embed_queue import (
     _Pending,
     _Skips,
 )
-from mdsearch_ls.engine.index.identity import (
-    body_hash,
-    chunk_id,
-    is_document,
-    sha1,
-)
+from mdsearch_ls.engine.index.identity import body_hash, chunk_id, is_document, sha1
 from mdsearch_ls.engine.index.layout import FORMATS_META
 from mdsearch_ls.engine.index.manifest import Manifest
 from mdsearch_ls.engine.index.vector_store import (
@@ -61,8 +56,6 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.notes import chunking
 
 log = logging.getLogger(__name__)
-
-
 
 
 class Indexer:
@@ -86,6 +79,8 @@ class Indexer:
         self.trusted = False
         """Set by an open that found Chroma as the last clean close left it: no reconcile is
         needed until this writer writes (a count alone reads Chroma's whole graph)."""
+        self.behind: Callable[[], None] | None = None
+        """Set by an open trusting Chroma behind a deferred writer: run before its first write."""
 
     # ---- repair -----------------------------------------------------------------------------
 
@@ -94,6 +89,9 @@ class Indexer:
         ahead of the manifest, so the next open must compare them in full. Both halves of the
         clean-close token are cleared (the collection's matters when it lives on a server that
         another copy of the manifest could meet)."""
+        if self.behind is not None:  # catch Chroma up first (it comes back here for its writes)
+            catch_up, self.behind, self.trusted = self.behind, None, False
+            catch_up()
         self._settled = False
         self.trusted = False
         if not self._store_dirty:
@@ -106,7 +104,7 @@ class Indexer:
         and return it (None after a write that failed half-way: then the next open compares in
         full). :meth:`mark_store_clean` puts the same token in the manifest once the store has
         closed cleanly."""
-        if not self._settled:
+        if not self._settled or self.behind is not None:  # (behind: not clean, not caught up)
             return None
         token = f"{self.manifest.generation} {uuid.uuid4().hex}"
         self.store.set_marker(token)
@@ -196,6 +194,7 @@ class Indexer:
         t0 = time.perf_counter()
         report = IndexReport()
         if rebuild:
+            self.behind = None  # (no catching up of what is about to be emptied)
             self._writing_store()
             self.store.reset()
             self.manifest.clear()
