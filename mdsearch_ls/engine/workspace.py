@@ -156,7 +156,7 @@ class Workspace(WriterOpen):
         self._filter: sources.SourceFilter | None = None
         self._state_written = 0.0
         self._indexing = False
-        self._defer_vectors = defer_vectors
+        self._defer_vectors, self._role = defer_vectors, role
         if read_only:
             self._open_read_only()
             return

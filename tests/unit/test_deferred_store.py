@@ -8,6 +8,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ def _files(folder: Path) -> dict[str, tuple[int, int]]:
             for p in folder.rglob("*") if p.is_file()}
 
 
-def _open(root: Path, index: Path, **kw: bool) -> Workspace:
+def _open(root: Path, index: Path, **kw: Any) -> Workspace:
     return Workspace.open(root, Settings(), "write", embedder=FakeEmbedder(), index_dir=index,
                           **kw)
 
@@ -65,10 +66,11 @@ def test_a_deferred_writer_leaves_chroma_and_the_next_open_catches_it_up_exactly
     assert _files(index / "chroma") == chroma_files  # Chroma was not opened, let alone written
     caplog.set_level(logging.INFO)
     embedded = FakeEmbedder()
-    with Workspace.open(root, Settings(), "write", embedder=embedded, index_dir=index) as ws:
-        # Opened as the last clean close left it: trusted, and caught up at its first write
-        # (a server's first answer does not wait for Chroma's graph); searches meanwhile read
-        # the manifest's vectors, never the Chroma that is behind.
+    with Workspace.open(root, Settings(), "write", embedder=embedded, index_dir=index,
+                        role="server") as ws:
+        # A server finds Chroma as the last clean close left it: trusted, and caught up at its
+        # first write (its first answer does not wait for Chroma's graph); searches meanwhile
+        # read the manifest's vectors, never the Chroma that is behind.
         assert ws.repaired == 0 and ws.healed is None
         assert ws.searcher.store is None and "caught up" not in caplog.text
         assert ws.hits("moss likes shade", 1)[0].path == "moss.md"
@@ -186,9 +188,9 @@ def test_a_background_folder_writes_whole_scans_without_chroma_and_is_caught_up(
     with Workspace.open(root, Settings(), "write", embedder=FakeEmbedder(),
                         index_dir=index) as ws:
         assert ws.repaired == 0 and ws.healed is None
-        assert ws.indexer is not None and ws.indexer.behind is not None  # until its first write
-        write_note(root, "lichen.md", "# Lichen\n\nlichen on old stones\n")
-        ws.update(["lichen.md"])
+        # a command (`mdsearch index`) catches up at its open, and seals at its close
+        assert ws.indexer is not None and ws.indexer.behind is None
+        assert "caught up with 2 notes" in caplog.text
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
         assert_consistent(ws)
         caught = snapshot(ws)
@@ -208,14 +210,14 @@ def test_a_writer_that_opens_behind_and_writes_nothing_leaves_the_catch_up_to_th
     write_note(root, "moss.md", "# Moss\n\nmoss likes shade\n")
     with _open(root, index, defer_vectors=True) as ws:
         ws.update(["moss.md"])
-    for _ in range(2):  # open and close, twice, writing nothing
-        with _open(root, index) as ws:
+    for _ in range(2):  # a server opens and closes, twice, writing nothing
+        with _open(root, index, role="server") as ws:
             assert ws.indexer is not None and ws.indexer.behind is not None
             assert ws.hits("moss likes shade", 1)[0].path == "moss.md"
             ws.rest()  # a server at rest seals a clean store: not this one
         assert ws.manifest.get_meta(STORE_CLEAN) == DEFERRED
         assert json.loads(ws.manifest.get_meta(BEHIND) or "") == ["moss.md"]
-    with _open(root, index) as ws:
+    with _open(root, index, role="server") as ws:
         write_note(root, "lichen.md", "# Lichen\n\nlichen on old stones\n")
         ws.update(["lichen.md"])
         assert_consistent(ws)

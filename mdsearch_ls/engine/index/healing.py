@@ -178,10 +178,12 @@ class WriterOpen:
             )
             if self._untouched_since_sealed(fingerprint):
                 self.repaired, problem, self.indexer.trusted = 0, None, True
-            elif self._behind_only(fingerprint):
-                # Only a deferred writer wrote since the last clean close: Chroma's graph is read
-                # (200 MB, a second at 96k) when this writer first writes to it, not before its
+            elif getattr(self, "_role", "command") == "server" and self._behind_only(fingerprint):
+                # Only a deferred writer wrote since the last clean close: a server reads Chroma's
+                # graph (200 MB, a second at 96k) when it first writes to it, not before its
                 # first answer; until then no search reads Chroma (the Searcher gets no store).
+                # A command (`mdsearch index`) catches up now and seals, so the next no-op index
+                # can answer read-only.
                 self.repaired, problem, self.indexer.trusted = 0, None, True
                 self.indexer.behind = self._catch_up_deferred
             else:
