@@ -25,6 +25,7 @@ from mdsearch_ls.engine.index.indexer import DEFERRED, STORE_CLEAN, Indexer
 from mdsearch_ls.engine.index.layout import (
     DAMAGED_PREFIX,
     KEEP_DAMAGED,
+    LockRole,
     collection_name,
     recorded_model,
 )
@@ -83,6 +84,8 @@ class WriterOpen:
     _stale_vectors: bool
     _defer_vectors: bool = False
     """Open without the vector store (:class:`DeferredStore`): a writer of a few notes."""
+    _role: LockRole = "command"
+    """A server defers catching up a Chroma a deferred writer left behind (:meth:`_behind_only`)."""
     _reset_remote: bool = False
     """A Chroma server's collection failed the probe: empty it on the next attempt, and the
     manifest's vector cache refills it (there are no files of ours to set aside)."""
@@ -178,7 +181,7 @@ class WriterOpen:
             )
             if self._untouched_since_sealed(fingerprint):
                 self.repaired, problem, self.indexer.trusted = 0, None, True
-            elif getattr(self, "_role", "command") == "server" and self._behind_only(fingerprint):
+            elif self._role == "server" and self._behind_only(fingerprint):
                 # Only a deferred writer wrote since the last clean close: a server reads Chroma's
                 # graph (200 MB, a second at 96k) when it first writes to it, not before its
                 # first answer; until then no search reads Chroma (the Searcher gets no store).

@@ -50,7 +50,7 @@ from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.index.layout import cache_root
 from mdsearch_ls.engine.service.folder import IndexedFolder
 from mdsearch_ls.engine.service.folders import Folders
-from mdsearch_ls.engine.service.resident import listen_private, read_line
+from mdsearch_ls.engine.service.resident import close_listening, listen_private, read_line
 from mdsearch_ls.engine.service.resident_rules import PROTOCOL_RESIDENT, background_socket_path
 
 log = logging.getLogger(__name__)
@@ -224,11 +224,7 @@ class Background:
 
     def _close_socket(self) -> None:
         sock, self._sock = self._sock, None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.close()
-            with contextlib.suppress(OSError):
-                self.path.unlink()
+        close_listening(sock, self.path)
 
 
 def serve_in_background(root: Path, settings: Settings, *, idle_s: float = IDLE_S,

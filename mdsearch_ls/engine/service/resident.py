@@ -273,11 +273,7 @@ class ResidentSearch:
         if self._watch is not None:
             self._watch.close()
         sock, self._sock = self._sock, None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.close()
-            with contextlib.suppress(OSError):
-                self.path.unlink()
+        close_listening(sock, self.path)
 
 
 def _update(folder: IndexedFolder, changed: list[str]) -> IndexReport:
@@ -316,6 +312,15 @@ def listen_private(path: Path, home: Path) -> socket.socket | None:
         os.umask(old)
     sock.set_inheritable(False)
     return sock
+
+
+def close_listening(sock: socket.socket | None, path: Path) -> None:
+    """Stop listening and take the socket file away, so no client finds a dead socket there."""
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.close()
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def read_line(conn: socket.socket) -> bytes:
