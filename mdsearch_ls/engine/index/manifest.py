@@ -39,6 +39,9 @@ from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-export
     _like_escape,
     _put_meta,
     drop_seal,
+    file_key,
+    held,
+    hold,
     is_damage,
     seal,
     seal_kept,
@@ -76,6 +79,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         self._gen_lock = threading.Lock()
         self._counts: tuple[int, tuple[int, int]] | None = None
         self._all: list[sqlite3.Connection] = []
+        self._key = file_key(path)
         self.created = False
         self._sealing = False
         self.checked = ""
@@ -100,14 +104,18 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         # would make a search cost the size of the index. Damage inside a page is met by the
         # query that reads it, which says so. The writer's open checks every page unless the
         # file is exactly as the last writer's clean close left it (the seal beside it).
-        full = not self.read_only and unsealed(self.path)
+        # The file's own bytes are read before this open's first connection, and only while no
+        # other connection of this process holds it (manifest_schema.hold says why); else the
+        # pages are checked through SQLite, or were by the open that holds it.
+        readable = not held(self._key)
+        full = not self.read_only and unsealed(self.path, readable)
+        header = truncation(self.path) if readable and self.path.exists() else "ok"
         conn = self._conn()
         tables = {r[0] for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
         )}
         self.checked = "every page" if full else "header"
-        problems = ([r[0] for r in conn.execute("PRAGMA quick_check(5)")] if full
-                    else [truncation(self.path)])
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)")] if full else [header]
         if problems != ["ok"]:
             detail = " ".join("; ".join(map(str, problems)).split())
             raise ManifestDamagedError(f"integrity check failed: {detail[:200]}")
@@ -185,6 +193,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
                 raise
             self._local.conn = conn
             self._all.append(conn)
+            hold(self._key, +1)
         return conn
 
     def sealed(self) -> bool:
@@ -208,10 +217,11 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
                 conn.close()
             except sqlite3.Error:
                 clean = False
+            hold(self._key, -1)
         self._all.clear()
         self._local = threading.local()
-        if clean:
-            self._sealing = False
+        self._sealing = False
+        if clean and not held(self._key):  # (another open of this process: the next writer checks)
             seal(self.path)
 
     # ---- meta -------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
+import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -157,6 +160,38 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+_HELD: Counter[str] = Counter()
+_HELD_LOCK = threading.Lock()
+
+
+def file_key(path: Path) -> str:
+    """One name per manifest file, however a caller spelled its path."""
+    return os.path.realpath(path)
+
+
+def hold(key: str, delta: int) -> None:
+    """Count this process's open connections to a manifest file (``delta`` +1 or -1).
+
+    Why: SQLite's locks are POSIX advisory locks, which belong to the process and are all
+    released when *any* descriptor of the file is closed. Reading the header through a file of
+    our own while a connection is open let another process's last close take the file as
+    unused and delete its write-ahead log and shared-memory index under this one: this
+    process's next connection failed with "disk I/O error", and what it wrote next went to a
+    log nobody else could see. So the raw reads (:func:`truncation`, :func:`seal`) run only
+    while no connection of this process holds the file.
+    """
+    with _HELD_LOCK:
+        _HELD[key] += delta
+        if _HELD[key] <= 0:
+            del _HELD[key]
+
+
+def held(key: str) -> bool:
+    """Whether a connection of this process has the file open (see :func:`hold`)."""
+    with _HELD_LOCK:
+        return _HELD[key] > 0
+
+
 def truncation(path: Path) -> str:
     """``ok``, or how a SQLite file is shorter than its header says it is (the header's page
     count is trusted only when its change counter says it is current, as SQLite does)."""
@@ -208,17 +243,19 @@ def seal_kept(path: Path) -> bool:
     return _seal_path(path).is_file()
 
 
-def unsealed(path: Path) -> bool:
+def unsealed(path: Path, readable: bool = True) -> bool:
     """Whether the file may have changed since a writer's clean close: anything but exactly the
     state its seal recorded (no seal, a crash, another program's write, a copy). The seal is
-    marked open: this open writes, and only its own clean close records a state again."""
+    marked open: this open writes, and only its own clean close records a state again. Not
+    ``readable`` (a connection of this process holds the file, :func:`hold`): its header cannot
+    be read safely, so it counts as changed and the open checks every page."""
     sealed = _seal_path(path)
     try:
         want = json.loads(sealed.read_text(encoding="utf-8"))
         sealed.write_text(json.dumps({"open": True}), encoding="utf-8")
     except (OSError, ValueError):
         return True  # (a seal that cannot be marked open cannot be trusted next time either)
-    return want != _file_state(path)
+    return not readable or want != _file_state(path)
 
 
 def drop_seal(path: Path) -> None:
