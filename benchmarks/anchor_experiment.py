@@ -113,10 +113,10 @@ def anchor_context(note: links_mod.NoteText, index: int, min_words: int = 4,
 
 def collect(ws: Workspace) -> tuple[list[Anchor], dict[str, int]]:
     """Every resolvable link of the indexed notes as an anchor of its target (duplicates of the
-    same source, target and text once)."""
+    same source, target, context and shown words once)."""
     view = VaultView(ws.manifest, ws.manifest.generation)
     out: list[Anchor] = []
-    seen: set[tuple[str, str, str]] = set()
+    seen: set[tuple[str, str, str, str]] = set()
     counts: dict[str, int] = defaultdict(int)
     for rel in sorted(ws.manifest.all_paths()):
         try:
@@ -133,13 +133,13 @@ def collect(ws: Workspace) -> tuple[list[Anchor], dict[str, int]]:
             if dest is None or dest == rel:
                 counts["unresolved" if dest is None else "same_note"] += 1
                 continue
-            ctx = anchor_context(note, i)
-            if (rel, dest, ctx) in seen:
+            ctx, shown = anchor_context(note, i), shown_text(link)
+            if (rel, dest, ctx, shown) in seen:
                 counts["duplicate"] += 1
                 continue
-            seen.add((rel, dest, ctx))
+            seen.add((rel, dest, ctx, shown))
             section = "" if link.anchor.startswith("^") else link.anchor
-            out.append(Anchor(rel, dest, section, shown_text(link), ctx))
+            out.append(Anchor(rel, dest, section, shown, ctx))
     counts["kept"] = len(out)
     counts["target_notes"] = len({a.target for a in out})
     return out, dict(counts)
