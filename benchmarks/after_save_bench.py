@@ -1,0 +1,98 @@
+"""The search right after a save, in a process that holds the index (a language or MCP server,
+the background process): what it costs to take in the new manifest state.
+
+    python benchmarks/after_save_bench.py VAULT [VAULT ...] [--rounds 30] [--out FILE]
+
+Why: every save is a new manifest state. A server's first search after it reads the vectors
+of that state (the writer's snapshot patched with the journal's changes) and scores the
+keyword list in FTS5 whole (a save moves every word's weight, engine/index/phrase_scores.py).
+This opens each vault as the background process does (writer, role ``server``, Chroma left
+to the next writer), then per round appends a line to one note, ``update()``s it, and times
+``_vector_table()`` (the new state's vectors) and one hybrid search (k=5, an nl2bash question
+as typed, a different one each round). Rounds alternate the snapshot memo of
+``vector_snapshot`` on and off (off: each new state parses the snapshot's JSON and sorts its
+ids again, as before December 6), so the two are run in turn on the same machine state.
+Medians in ms. The note edited is the benchmark's own copy (``scale_bench.py`` builds the
+vaults); nothing else is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+os.environ.setdefault("MDSEARCH_BACKGROUND", "off")
+
+from scale_bench import queries  # noqa: E402
+
+from mdsearch_ls.config import Settings  # noqa: E402
+from mdsearch_ls.engine.api import SearchRequest, Workspace, create_embedder  # noqa: E402
+from mdsearch_ls.engine.index import vector_snapshot  # noqa: E402
+
+NOTE = "c01/common/tar.md"
+"""A note of every vault scale_bench.py builds (the twelve copies' first)."""
+
+
+def run(vault: Path, rounds: int) -> dict[str, object]:
+    memo = vector_snapshot._memo
+    qs = queries()
+    settings = Settings()
+    ws = Workspace.open(vault, settings, "write", embedder=create_embedder(settings),
+                        role="server", defer_vectors=True)
+    times: dict[str, dict[str, list[float]]] = {"memo": {}, "no_memo": {}}
+    try:
+        ws.search(SearchRequest.build("warm up: load the model and the tables", k=5))
+        chunks = ws.status()["chunks"]
+        for r in range(rounds):
+            side = "memo" if r % 2 == 0 else "no_memo"
+            vector_snapshot._memo = memo if side == "memo" else (lambda key, make: make())
+            with (vault / NOTE).open("a", encoding="utf-8") as fh:
+                fh.write(f"\n- Saved {r}: list what an archive holds:\n\n`tar tf x.tar`\n")
+            t0 = time.perf_counter()
+            ws.update([NOTE])
+            t1 = time.perf_counter()
+            ws.manifest.phrase_scores.settle()  # (a save's own reading aside)
+            t2 = time.perf_counter()
+            ws.searcher._vector_table()
+            t3 = time.perf_counter()
+            ws.search(SearchRequest.build(qs[r], k=5))
+            t4 = time.perf_counter()
+            for name, ms in (("update", t1 - t0), ("vectors_of_the_new_state", t3 - t2),
+                             ("that_and_the_search", t4 - t2)):
+                times[side].setdefault(name, []).append(ms * 1000)
+    finally:
+        vector_snapshot._memo = memo
+        ws.close()
+    out: dict[str, object] = {"chunks": chunks, "rounds_each": rounds // 2, "k": 5}
+    for side, per in times.items():
+        out[side] = {name: round(statistics.median(xs), 1) for name, xs in per.items()}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("vaults", nargs="+", type=Path)
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    result = {"load_at_start": os.getloadavg()[0],
+              "vaults": {v.name: run(v, args.rounds) for v in args.vaults},
+              "load_at_end": os.getloadavg()[0]}
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
