@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from mdsearch_ls.engine.index.manifest import Manifest, seal_kept
+from mdsearch_ls.engine.index.manifest_schema import file_key, held
 
 
 def _other_process(path: Path, sql: str) -> str:
@@ -76,6 +77,7 @@ def test_a_writer_reopening_a_sealed_file_keeps_its_log_when_another_process_clo
     finally:
         writer.close()
     assert seal_kept(path)
+    assert not held(file_key(path))  # every connection counted out, the parked descriptors shut
 
 
 def test_a_reader_keeps_its_log_when_the_writer_process_closes(tmp_path: Path) -> None:
@@ -92,24 +94,27 @@ def test_a_reader_keeps_its_log_when_the_writer_process_closes(tmp_path: Path) -
         reader.close()
 
 
-def test_a_second_open_in_the_same_process_checks_every_page_and_does_not_seal(
+def test_a_second_open_in_the_same_process_reads_the_header_and_keeps_the_locks(
         tmp_path: Path) -> None:
-    """While another open of this process holds the file, its header cannot be read safely:
-    the writer's open checks every page through SQLite, and its close leaves no seal (the
-    next writer checks), rather than read the file with a descriptor of its own."""
+    """While another open of this process holds the file, the header is read through a
+    descriptor kept until the last connection closes: the writer's open trusts its seal (no
+    read of every page) and the process keeps its locks while another process opens and
+    closes the file."""
     path = _sealed_manifest(tmp_path)
     reader = Manifest(path, read_only=True)
     try:
+        assert reader.get_meta("before") == "1"
         writer = Manifest(path)
-        assert writer.checked == "every page"
+        assert writer.checked == "header"
         writer.set_meta("x", "1")
+        _other_process(path, "SELECT count(*) FROM meta")
+        assert path.with_name(path.name + "-shm").exists()
+        assert _in_new_thread(lambda: writer.get_meta("x")) == "1"
         writer.close()
-        assert reader.get_meta("x") == "1"
+        _other_process(path, "SELECT count(*) FROM meta")
+        assert _in_new_thread(lambda: reader.get_meta("x")) == "1"
     finally:
         reader.close()
-    again = Manifest(path)  # nothing recorded the file's state: every page again
-    assert again.checked == "every page"
-    again.close()  # the process's only open: this close records it
-    last = Manifest(path)
-    assert last.checked == "header"
-    last.close()
+    again = Manifest(path)
+    assert again.get_meta("x") == "1"
+    again.close()

@@ -40,7 +40,6 @@ from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-export
     _put_meta,
     drop_seal,
     file_key,
-    held,
     hold,
     is_damage,
     seal,
@@ -104,12 +103,9 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         # would make a search cost the size of the index. Damage inside a page is met by the
         # query that reads it, which says so. The writer's open checks every page unless the
         # file is exactly as the last writer's clean close left it (the seal beside it).
-        # The file's own bytes are read before this open's first connection, and only while no
-        # other connection of this process holds it (manifest_schema.hold says why); else the
-        # pages are checked through SQLite, or were by the open that holds it.
-        readable = not held(self._key)
-        full = not self.read_only and unsealed(self.path, readable)
-        header = truncation(self.path) if readable and self.path.exists() else "ok"
+        # (the header is read without dropping this process's locks: manifest_schema.hold)
+        full = not self.read_only and unsealed(self.path)
+        header = truncation(self.path) if self.path.exists() else "ok"
         conn = self._conn()
         tables = {r[0] for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
@@ -180,7 +176,12 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            hold(self._key, +1)  # before it opens: manifest_schema.hold
+            try:
+                conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            except BaseException:
+                hold(self._key, -1)
+                raise
             try:
                 if self.read_only:
                     conn.execute("PRAGMA query_only=ON")  # the writer's process owns the file
@@ -190,10 +191,10 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
                     conn.execute("PRAGMA foreign_keys=OFF")
             except BaseException:  # a file that is not a database fails here
                 conn.close()
+                hold(self._key, -1)
                 raise
             self._local.conn = conn
             self._all.append(conn)
-            hold(self._key, +1)
         return conn
 
     def sealed(self) -> bool:
@@ -221,7 +222,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         self._all.clear()
         self._local = threading.local()
         self._sealing = False
-        if clean and not held(self._key):  # (another open of this process: the next writer checks)
+        if clean:
             seal(self.path)
 
     # ---- meta -------------------------------------------------------------------------------

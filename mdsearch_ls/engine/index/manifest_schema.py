@@ -161,6 +161,7 @@ def _like_escape(text: str) -> str:
 
 
 _HELD: Counter[str] = Counter()
+_PARKED: dict[str, list[int]] = {}
 _HELD_LOCK = threading.Lock()
 
 
@@ -170,34 +171,52 @@ def file_key(path: Path) -> str:
 
 
 def hold(key: str, delta: int) -> None:
-    """Count this process's open connections to a manifest file (``delta`` +1 or -1).
+    """Count this process's connections to a manifest file: +1 before one opens, -1 after one
+    closed.
 
     Why: SQLite's locks are POSIX advisory locks, which belong to the process and are all
     released when *any* descriptor of the file is closed. Reading the header through a file of
-    our own while a connection is open let another process's last close take the file as
-    unused and delete its write-ahead log and shared-memory index under this one: this
-    process's next connection failed with "disk I/O error", and what it wrote next went to a
-    log nobody else could see. So the raw reads (:func:`truncation`, :func:`seal`) run only
-    while no connection of this process holds the file.
+    our own and closing it while a connection was open let another process's last close take
+    the file as unused and delete its write-ahead log and shared-memory index under this one:
+    this process's next connection failed with "disk I/O error", and what it wrote next went to
+    a log nobody else could see. So :func:`read_head` closes its descriptor only while no
+    connection is counted, and otherwise parks it here until the last one has closed.
     """
     with _HELD_LOCK:
         _HELD[key] += delta
         if _HELD[key] <= 0:
             del _HELD[key]
+            for fd in _PARKED.pop(key, ()):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 def held(key: str) -> bool:
-    """Whether a connection of this process has the file open (see :func:`hold`)."""
+    """Whether a connection of this process may have the file open (see :func:`hold`)."""
     with _HELD_LOCK:
         return _HELD[key] > 0
+
+
+def read_head(path: Path, n: int = 100) -> bytes:
+    """The file's first ``n`` bytes, without dropping this process's SQLite locks on it (see
+    :func:`hold`)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.pread(fd, n, 0)
+    finally:
+        key = file_key(path)
+        with _HELD_LOCK:  # (hold(+1) comes before a connection opens: none can open between)
+            if _HELD[key] > 0:
+                _PARKED.setdefault(key, []).append(fd)
+            else:
+                os.close(fd)
 
 
 def truncation(path: Path) -> str:
     """``ok``, or how a SQLite file is shorter than its header says it is (the header's page
     count is trusted only when its change counter says it is current, as SQLite does)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(100)
+        head = read_head(path)
         size = path.stat().st_size
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
@@ -221,8 +240,7 @@ def _file_state(path: Path) -> dict[str, Any] | None:
     wal = path.with_name(path.name + "-wal")
     try:
         st = path.stat()
-        with open(path, "rb") as f:
-            head = f.read(100)
+        head = read_head(path)
         wal_size = wal.stat().st_size if wal.exists() else 0
     except OSError:
         return None
@@ -243,19 +261,17 @@ def seal_kept(path: Path) -> bool:
     return _seal_path(path).is_file()
 
 
-def unsealed(path: Path, readable: bool = True) -> bool:
+def unsealed(path: Path) -> bool:
     """Whether the file may have changed since a writer's clean close: anything but exactly the
     state its seal recorded (no seal, a crash, another program's write, a copy). The seal is
-    marked open: this open writes, and only its own clean close records a state again. Not
-    ``readable`` (a connection of this process holds the file, :func:`hold`): its header cannot
-    be read safely, so it counts as changed and the open checks every page."""
+    marked open: this open writes, and only its own clean close records a state again."""
     sealed = _seal_path(path)
     try:
         want = json.loads(sealed.read_text(encoding="utf-8"))
         sealed.write_text(json.dumps({"open": True}), encoding="utf-8")
     except (OSError, ValueError):
         return True  # (a seal that cannot be marked open cannot be trusted next time either)
-    return not readable or want != _file_state(path)
+    return want != _file_state(path)
 
 
 def drop_seal(path: Path) -> None:
