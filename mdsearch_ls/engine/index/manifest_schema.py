@@ -200,9 +200,9 @@ def held(key: str) -> bool:
 def read_head(path: Path, n: int = 100) -> bytes:
     """The file's first ``n`` bytes, without dropping this process's SQLite locks on it (see
     :func:`hold`)."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
-        return os.pread(fd, n, 0)
+        return os.read(fd, n)  # (a new descriptor reads from the start)
     finally:
         key = file_key(path)
         with _HELD_LOCK:  # (hold(+1) comes before a connection opens: none can open between)

@@ -469,7 +469,7 @@ class IndexedFolder:
         self._cancel_timers()
         self._stop_listening()
         self._executor.shutdown(wait=True, cancel_futures=True)
-        for ws in (*self._retired, self.ws):  # the writer last: its close alone seals the file
+        for ws in (*self._retired, self.ws):  # the writer last: it seals the file as left
             if ws is not None:
                 ws.close()
         self.ws = None
