@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import sys
 import time
@@ -42,16 +41,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from link_contexts import (  # noqa: E402
-    _SENTENCE_END,
     _SPACE_BEFORE,
     _SPACES,
     MARK,
-    block_range,
-    clean,
     derive,
     first_rank,
+    link_block,
+    marked_sentence,
     metrics,
     shown_text,
+    window,
     words_of,
 )
 from quality import BM25, SETS, tokens  # noqa: E402
@@ -86,27 +85,12 @@ def anchor_context(note: links_mod.NoteText, index: int, min_words: int = 4,
     with the link kept): the paragraph when the sentence has fewer than ``min_words`` content
     words besides it, and that paragraph whatever it holds (a list of bare links still names
     the note)."""
-    link = note.links[index][0]
-    text = note.doc.text
-    start, end = block_range(note, link.line)
-    pieces: list[str] = []
-    pos = start
-    for j, (other, oa, ob) in enumerate(note.links):
-        if ob <= start or oa >= end or oa < pos:
-            continue
-        pieces.append(text[pos:oa])
-        pieces.append(f" {MARK} {shown_text(link)} " if j == index else shown_text(other))
-        pos = ob
-    pieces.append(text[pos:end])
-    block = clean("".join(pieces))
-    chosen = next((s for s in _SENTENCE_END.split(block) if MARK in s), block)
-    if words_of(chosen) - words_of(shown_text(link)) < min_words:
+    shown = shown_text(note.links[index][0])
+    block = link_block(note, index, shown)
+    chosen = marked_sentence(block)
+    if words_of(chosen) - words_of(shown) < min_words:
         chosen = block
-    words = chosen.split()
-    if len(words) > max_words:
-        at = next(i for i, w in enumerate(words) if MARK in w)
-        lo = max(0, min(at - max_words // 2, len(words) - max_words))
-        words = words[lo: lo + max_words]
+    words = window(chosen.split(), max_words)
     out = _SPACES.sub(" ", " ".join(w for w in words if w != MARK).replace(MARK, ""))
     return _SPACE_BEFORE.sub(r"\1", out).strip()
 
@@ -185,17 +169,9 @@ def anchor_bm25(docs: dict[str, str]) -> Callable[[str], dict[str, float]]:
     index = BM25(docs)
 
     def score(query: str) -> dict[str, float]:
-        out: dict[str, float] = defaultdict(float)
-        words = [t for t in set(tokens(query)) if t not in STOPWORDS] or set(tokens(query))
-        for term in words:
-            plist = index.postings.get(term)
-            if not plist:
-                continue
-            idf = math.log(1.0 + (index.n - len(plist) + 0.5) / (len(plist) + 0.5))
-            for i, tf in plist:
-                norm = index.k1 * (1.0 - index.b + index.b * index.lengths[i] / index.avgdl)
-                out[index.names[i]] += idf * tf * (index.k1 + 1.0) / (tf + norm)
-        return dict(out)
+        typed = set(tokens(query))
+        words = [t for t in typed if t not in STOPWORDS] or typed
+        return {index.names[i]: s for i, s in index.scores(words).items()}
 
     return score
 

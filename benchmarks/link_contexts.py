@@ -155,10 +155,9 @@ def words_of(text: str) -> int:
     return sum(w.lower() not in STOPWORDS for w in _WORD.findall(text.replace(MARK, " ")))
 
 
-def context_of(note: links_mod.NoteText, index: int, min_words: int, max_words: int
-               ) -> str | None:
-    """The query a link makes: its sentence (else its block) without it, other links as the
-    words they show; None when too few words are left."""
+def link_block(note: links_mod.NoteText, index: int, shown: str = "") -> str:
+    """The cleaned block holding link ``index``: the link as :data:`MARK` (followed by
+    ``shown``), every other link as the words it shows."""
     link = note.links[index][0]
     text = note.doc.text
     start, end = block_range(note, link.line)
@@ -168,21 +167,37 @@ def context_of(note: links_mod.NoteText, index: int, min_words: int, max_words: 
         if ob <= start or oa >= end or oa < pos:
             continue
         pieces.append(text[pos:oa])
-        pieces.append(f" {MARK} " if j == index else shown_text(other))
+        pieces.append(f" {MARK} {shown} " if j == index else shown_text(other))
         pos = ob
     pieces.append(text[pos:end])
-    block = clean("".join(pieces))
-    sentences = _SENTENCE_END.split(block)
-    chosen = next((s for s in sentences if MARK in s), block)
+    return clean("".join(pieces))
+
+
+def marked_sentence(block: str) -> str:
+    """The sentence of ``block`` holding :data:`MARK` (the block when none does)."""
+    return next((s for s in _SENTENCE_END.split(block) if MARK in s), block)
+
+
+def window(words: list[str], max_words: int) -> list[str]:
+    """At most ``max_words`` of ``words``, centred on the one holding :data:`MARK`."""
+    if len(words) <= max_words:
+        return words
+    at = next(i for i, w in enumerate(words) if MARK in w)
+    lo = max(0, min(at - max_words // 2, len(words) - max_words))
+    return words[lo: lo + max_words]
+
+
+def context_of(note: links_mod.NoteText, index: int, min_words: int, max_words: int
+               ) -> str | None:
+    """The query a link makes: its sentence (else its block) without it, other links as the
+    words they show; None when too few words are left."""
+    block = link_block(note, index)
+    chosen = marked_sentence(block)
     if words_of(chosen) < min_words:
         chosen = block
     if words_of(chosen) < min_words:
         return None
-    words = chosen.split()
-    if len(words) > max_words:
-        at = next(i for i, w in enumerate(words) if MARK in w)
-        lo = max(0, min(at - max_words // 2, len(words) - max_words))
-        words = words[lo: lo + max_words]
+    words = window(chosen.split(), max_words)
     query = _SPACES.sub(" ", " ".join(words).replace(MARK, " "))
     query = _EMPTY_PARENS.sub("", _SPACE_BEFORE.sub(r"\1", query)).strip(" ,;:-\u2013\u2014")
     return query if words_of(query) >= min_words else None

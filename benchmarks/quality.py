@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,9 +89,10 @@ class BM25:
         self.n = len(self.names)
         self.avgdl = (sum(self.lengths) / self.n) if self.n else 0.0
 
-    def search(self, query: str, k: int = K) -> list[str]:
+    def scores(self, terms: Iterable[str]) -> dict[int, float]:
+        """Each matching document's BM25 for ``terms`` (tokenised, each once), by position."""
         scores: dict[int, float] = defaultdict(float)
-        for term in set(tokens(query)):
+        for term in terms:
             plist = self.postings.get(term)
             if not plist:
                 continue
@@ -99,6 +100,10 @@ class BM25:
             for i, tf in plist:
                 norm = self.k1 * (1.0 - self.b + self.b * self.lengths[i] / self.avgdl)
                 scores[i] += idf * tf * (self.k1 + 1.0) / (tf + norm)
+        return scores
+
+    def search(self, query: str, k: int = K) -> list[str]:
+        scores = self.scores(set(tokens(query)))
         best = sorted(scores.items(), key=lambda kv: (-kv[1], self.names[kv[0]]))[:k]
         return [self.names[i] for i, _ in best]
 
