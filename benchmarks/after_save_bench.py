@@ -1,7 +1,8 @@
 """The search right after a save, in a process that holds the index (a language or MCP server,
 the background process): what it costs to take in the new manifest state.
 
-    python benchmarks/after_save_bench.py VAULT [VAULT ...] [--rounds 30] [--out FILE]
+    python benchmarks/after_save_bench.py VAULT [VAULT ...] [--rounds 30] [--compare carry]
+        [--out FILE]
 
 Why: every save is a new manifest state. A server's first search after it reads the vectors
 of that state (the writer's snapshot patched with the journal's changes) and scores the
@@ -9,9 +10,17 @@ keyword list in FTS5 whole (a save moves every word's weight, engine/index/phras
 This opens each vault as the background process does (writer, role ``server``, Chroma left
 to the next writer), then per round appends a line to one note, ``update()``s it, and times
 ``_vector_table()`` (the new state's vectors) and one hybrid search (k=5, an nl2bash question
-as typed, a different one each round). Rounds alternate the snapshot memo of
-``vector_snapshot`` on and off (off: each new state parses the snapshot's JSON and sorts its
-ids again, as before December 6), so the two are run in turn on the same machine state.
+as typed, a different one each round). Rounds alternate, so the two sides run in turn on the
+same machine state, what ``--compare`` names:
+
+* ``memo``: the snapshot memo of ``vector_snapshot`` on and off (off: each new state parses the
+  snapshot's JSON and sorts its ids again, as before December 6; results/after-save.json);
+* ``carry`` (the default): the kept phrase scores carried across the save
+  (engine/index/bm25_rows.py) or dropped by it, as before December 6 (the write not recorded).
+  Before each round the server answers the same 20 other questions (nl2bash 200-219, none
+  of the timed ones), as a server a person uses has answered some; so both sides start from
+  the same kept phrases.
+
 Medians in ms. The note edited is the benchmark's own copy (``scale_bench.py`` builds the
 vaults); nothing else is written.
 """
@@ -37,44 +46,64 @@ from scale_bench import queries  # noqa: E402
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.api import SearchRequest, Workspace, create_embedder  # noqa: E402
 from mdsearch_ls.engine.index import vector_snapshot  # noqa: E402
+from mdsearch_ls.engine.index.phrase_scores import PhraseScores  # noqa: E402
 
 NOTE = "c01/common/tar.md"
 """A note of every vault scale_bench.py builds (the twelve copies' first)."""
 
 
-def run(vault: Path, rounds: int) -> dict[str, object]:
-    memo = vector_snapshot._memo
+SIDES = {"memo": ("memo", "no_memo"), "carry": ("carry", "no_carry")}
+
+
+def run(vault: Path, rounds: int, compare: str = "carry") -> dict[str, object]:
+    memo, wrote = vector_snapshot._memo, PhraseScores.wrote
     qs = queries()
     settings = Settings()
     ws = Workspace.open(vault, settings, "write", embedder=create_embedder(settings),
                         role="server", defer_vectors=True)
-    times: dict[str, dict[str, list[float]]] = {"memo": {}, "no_memo": {}}
+    on, off = SIDES[compare]
+    times: dict[str, dict[str, list[float]]] = {on: {}, off: {}}
+    counts = {on: [0, 0], off: [0, 0]}
     try:
         ws.search(SearchRequest.build("warm up: load the model and the tables", k=5))
         chunks = ws.status()["chunks"]
+        kept = ws.manifest.phrase_scores
         for r in range(rounds):
-            side = "memo" if r % 2 == 0 else "no_memo"
-            vector_snapshot._memo = memo if side == "memo" else (lambda key, make: make())
+            side = on if r % 2 == 0 else off
+            vector_snapshot._memo = memo if side != "no_memo" else (lambda key, make: make())
+            PhraseScores.wrote = (wrote if side != "no_carry"  # type: ignore[method-assign]
+                                  else lambda *a, **k: None)
+            if compare == "carry":
+                for q in qs[200:220]:
+                    ws.search(SearchRequest.build(q, k=5))
+                    kept.settle()
             with (vault / NOTE).open("a", encoding="utf-8") as fh:
                 fh.write(f"\n- Saved {r}: list what an archive holds:\n\n`tar tf x.tar`\n")
             t0 = time.perf_counter()
             ws.update([NOTE])
             t1 = time.perf_counter()
-            ws.manifest.phrase_scores.settle()  # (a save's own reading aside)
+            kept.settle()  # (a save's own reading aside)
+            reads, carries = kept.reads, kept.carries
             t2 = time.perf_counter()
             ws.searcher._vector_table()
             t3 = time.perf_counter()
             ws.search(SearchRequest.build(qs[r], k=5))
             t4 = time.perf_counter()
+            counts[side][0] += kept.reads - reads
+            counts[side][1] += kept.carries - carries
             for name, ms in (("update", t1 - t0), ("vectors_of_the_new_state", t3 - t2),
                              ("that_and_the_search", t4 - t2)):
                 times[side].setdefault(name, []).append(ms * 1000)
     finally:
         vector_snapshot._memo = memo
+        PhraseScores.wrote = wrote  # type: ignore[method-assign]
         ws.close()
     out: dict[str, object] = {"chunks": chunks, "rounds_each": rounds // 2, "k": 5}
     for side, per in times.items():
         out[side] = {name: round(statistics.median(xs), 1) for name, xs in per.items()}
+        if compare == "carry":
+            out[side]["phrases_read_whole_in_the_timed_searches"] = counts[side][0]  # type: ignore[index]
+            out[side]["phrases_carried_in_the_timed_searches"] = counts[side][1]  # type: ignore[index]
     return out
 
 
@@ -82,10 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("vaults", nargs="+", type=Path)
     ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--compare", choices=sorted(SIDES), default="carry")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    result = {"load_at_start": os.getloadavg()[0],
-              "vaults": {v.name: run(v, args.rounds) for v in args.vaults},
+    result = {"compare": args.compare, "load_at_start": os.getloadavg()[0],
+              "vaults": {v.name: run(v, args.rounds, args.compare) for v in args.vaults},
               "load_at_end": os.getloadavg()[0]}
     text = json.dumps(result, indent=1)
     print(text)

@@ -248,3 +248,49 @@ def test_a_server_with_kept_keyword_scores_ranks_as_a_cli_search(vault_ws, real_
         assert scores.held > 0 and scores.reads > 0
     finally:
         server.close()
+
+
+def test_a_servers_search_after_its_own_save_ranks_as_a_fresh_search(tmp_path, real_embedder):
+    """A server's saves carry its kept keyword scores to the new state (engine/index/
+    bm25_rows.py) instead of dropping them: with the real model, every hit, score and
+    explanation after each save is the one a fresh process's search of the same index gives,
+    and the kept phrases were carried, not read again."""
+    from mdsearch_ls.engine.api import SearchRequest
+
+    root = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, root)
+    queries = ["how do we rotate the backup keys", "revenue tracking by quarter",
+               "what happens when a laptop is stolen", "escalation of a crisis to the board"]
+    server = Workspace.open(root, Settings(), "write", embedder=real_embedder, role="server",
+                            index_dir=tmp_path / "index")
+    try:
+        server.index()
+        scores = server.manifest.phrase_scores
+        assert scores is not None
+        scores.common_rows = 1
+        for q in queries:
+            server.search(SearchRequest.build(q, k=10))
+            scores.settle()
+        note = next(root.rglob("*.md"))
+        for edit in range(3):
+            with note.open("a", encoding="utf-8") as fh:
+                fh.write(f"\n## Added {edit}\n\nRotate the backup keys each quarter and note "
+                         "the revenue of the board's crisis drill.\n")
+            server.update([note.relative_to(root).as_posix()])
+            carries = scores.carries
+            got = {q: [(h.chunk_id, h.score, h.explain)
+                       for h in server.search(SearchRequest.build(q, k=10)).hits]
+                   for q in queries}
+            assert scores.carries > carries, edit
+            scores.settle()
+            fresh = Workspace.open(root, Settings(), "read", embedder=real_embedder,
+                                   index_dir=tmp_path / "index")
+            try:
+                for q in queries:
+                    assert got[q] == [(h.chunk_id, h.score, h.explain)
+                                      for h in fresh.search(SearchRequest.build(q, k=10)).hits], \
+                        (edit, q)
+            finally:
+                fresh.close()
+    finally:
+        server.close()

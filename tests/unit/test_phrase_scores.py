@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from mdsearch_ls.engine.index import bm25_rows
 from mdsearch_ls.engine.index.manifest import Manifest
 from mdsearch_ls.engine.index.phrase_scores import PhraseScores
 from mdsearch_ls.engine.search import keyword
@@ -100,7 +101,7 @@ def test_title_weight_is_part_of_what_is_kept(manifest):
         assert summed == plain, weights
 
 
-def test_a_write_drops_what_was_kept(manifest):
+def test_a_write_rescores_what_was_kept(manifest):
     """Every write moves each phrase's idf and the mean row length: scores kept from before it
     would rank the new section wrongly (or not at all)."""
     manifest.keep_phrase_scores()
@@ -177,3 +178,134 @@ def test_a_server_keeps_them_and_a_command_does_not(tmp_path, write, fake_embedd
         assert ws.manifest.phrase_scores.held > 0
     finally:
         ws.close()
+
+
+def _kept_rows(scores: PhraseScores) -> dict:
+    return {key: rows for key, rows in scores._kept.items()}
+
+
+def _same_as_read(m: Manifest, key, rows) -> None:
+    """A kept phrase's rows are exactly what reading it from FTS5 now gives (order aside)."""
+    conn = m._conn()
+    fresh = bm25_rows.read(conn, key[0], (key[1], key[2]))
+    mine, theirs = rows.rowids.argsort(), fresh.rowids.argsort()
+    assert rows.rowids[mine].tolist() == fresh.rowids[theirs].tolist(), key
+    assert rows.scores[mine].tolist() == fresh.scores[theirs].tolist(), key  # bit for bit
+    if rows.freq is not None and fresh.freq is not None:
+        assert rows.freq[mine].tolist() == fresh.freq[theirs].tolist(), key
+        assert rows.length[mine].tolist() == fresh.length[theirs].tolist(), key
+
+
+WRITES = [
+    # (what the write does, updates, deletes): the last note's rowids are given again by FTS5
+    ("edit the last note", lambda: [make_update("copy5.md", ["copy copy the backup disk file",
+                                                             "list the current user group"])], []),
+    ("edit a note in the middle", lambda: [make_update("n40.md", ["sort files by size on disk",
+                                                                  "remove the owner"])], []),
+    ("add a note", lambda: [make_update("fresh.md", ["print the current directory " * 3])], []),
+    ("delete a note", lambda: [], ["n7.md"]),
+    ("edit two notes", lambda: [make_update("n3.md", ["network sync of the phone"]),
+                                make_update("fresh.md", ["print print print"])], []),
+]
+
+
+def test_a_servers_own_writes_carry_the_kept_scores_exactly(manifest):
+    """A server's save: the phrases kept before it are scored again for the new idf and mean
+    length from each row's count and length (engine/index/bm25_rows.py), not read again, and
+    each is what FTS5 gives now to the last bit, whether the write edited, added, deleted or
+    gave a deleted rowid again, and so is every list summed from them."""
+    manifest.keep_phrase_scores()
+    scores = manifest.phrase_scores
+    scores.common_rows = 1
+    for q in QUERIES:
+        _both(manifest, q, 40)
+    assert all(rows.freq is not None for rows in _kept_rows(scores).values())
+    for what, updates, deletes in WRITES:
+        manifest.apply(updates(), deletes=deletes)
+        reads, carries = scores.reads, scores.carries
+        for q in QUERIES:
+            plain, summed = _both(manifest, q, 40)
+            assert summed == plain, (what, q)
+        assert scores.carries > carries, what
+        assert scores.reads == reads, what  # every phrase carried: none read again
+        for key, rows in _kept_rows(scores).items():
+            _same_as_read(manifest, key, rows)
+    manifest.touch("n1.md", 2000.0, 10)  # a new state in which no row changed
+    carries = scores.carries
+    for q in QUERIES:
+        plain, summed = _both(manifest, q, 40)
+        assert summed == plain
+    assert scores.carries > carries
+
+
+def test_several_writes_between_two_searches_are_carried_together(manifest):
+    manifest.keep_phrase_scores()
+    scores = manifest.phrase_scores
+    scores.common_rows = 1
+    query = "print disk usage of the current directory sorted by size"
+    _both(manifest, query, 30)
+    reads = scores.reads
+    for _what, updates, deletes in WRITES:
+        manifest.apply(updates(), deletes=deletes)
+    plain, summed = _both(manifest, query, 30)
+    assert summed == plain
+    assert scores.reads == reads and scores.carries > 0
+
+
+def test_a_check_that_fails_reads_the_phrase_again(manifest, monkeypatch):
+    """Each carry asks FTS5 for one unchanged row: if the recomputed double differs (here: the
+    mean row length off in its last digits), the phrase is read whole, and the list is still
+    FTS5's."""
+    manifest.keep_phrase_scores()
+    scores = manifest.phrase_scores
+    scores.common_rows = 1
+    query = "list files by size"
+    _both(manifest, query, 30)
+    real = bm25_rows.avgdl
+    monkeypatch.setattr(bm25_rows, "avgdl", lambda totals: real(totals) * (1 + 1e-12))
+    manifest.apply([make_update("n40.md", ["sort files by size"])])
+    reads = scores.reads
+    plain, summed = _both(manifest, query, 30)
+    assert summed == plain
+    assert scores.carries == 0 and scores.reads > reads
+
+
+def test_weights_that_are_not_whole_are_kept_but_not_carried(manifest):
+    """A count solved from a score is only certain with whole weights: others are read again
+    after a write, as before."""
+    manifest.keep_phrase_scores()
+    scores = manifest.phrase_scores
+    scores.common_rows = 1
+    weights = (2.5, 1.0)
+    _both(manifest, "list files by size", 30, weights)
+    assert all(rows.freq is None for rows in _kept_rows(scores).values())
+    manifest.apply([make_update("n40.md", ["sort files by size"])])
+    plain, summed = _both(manifest, "list files by size", 30, weights)
+    assert summed == plain and scores.carries == 0
+
+
+def test_another_writers_write_is_not_carried(tmp_path, manifest):
+    """A server reading an index another process writes knows nothing of which rows went: it
+    drops what it kept (and the list is FTS5's)."""
+    reader = Manifest(manifest.path, read_only=True)
+    try:
+        reader.keep_phrase_scores()
+        reader.phrase_scores.common_rows = 1
+        _both(reader, "remove a user from a group", 10)
+        manifest.apply([make_update("late.md", ["remove user group remove user group"])])
+        plain, summed = _both(reader, "remove a user from a group", 10)
+        assert summed == plain and reader.phrase_scores.carries == 0
+    finally:
+        reader.close()
+
+
+def test_row_lengths_and_table_totals_are_fts5s(manifest):
+    """The docsize records decoded in numpy and the averages record are what FTS5 counts."""
+    conn = manifest._conn()
+    rows = conn.execute("SELECT id, sz FROM chunks_fts_docsize ORDER BY id").fetchall()
+    decoded = bm25_rows.lengths([sz for _, sz in rows])
+    assert decoded is not None
+    assert decoded.tolist() == [sum(bm25_rows.varints(sz)) for _, sz in rows]
+    assert bm25_rows.table_totals(conn) == (len(rows), int(decoded.sum()))
+    assert bm25_rows.varints(bytes([0x85, 0xEF, 0x17, 0x03])) == [96151, 3]
+    assert bm25_rows.lengths([bytes([0x83, 0x01, 0x02]), b"\x05\x7f"]).tolist() == [387, 132]

@@ -353,9 +353,13 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         if not updates and not deletes:
             return
         conn = self._conn()
+        kept = self.phrase_scores  # told which FTS rows went and came (carried, not read again)
+        removed: list[int] | None = [] if kept is not None else None
+        inserted: list[int] = []
         with self._transaction(conn):
+            before = kept.state(conn) if kept is not None else None
             for path in list(deletes) + [u.file.path for u in updates]:
-                self._delete_file(conn, path)
+                self._delete_file(conn, path, removed)
             now = time.time()
             for u in updates:
                 f = u.file
@@ -385,15 +389,24 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
                         "INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)",
                         (cur.lastrowid, cjk.expand(kw_title), cjk.expand(kw_body)),
                     )
+                    inserted.append(int(cur.lastrowid or 0))
             self._bump(conn)
+            after = kept.state(conn) if kept is not None else None
+        if kept is not None and removed is not None:
+            kept.wrote(before, after, removed, inserted)
 
     def touch(self, path: str, mtime: float, size: int) -> None:
         """Record a new mtime for a note whose content hash did not change."""
         conn = self._conn()
+        kept = self.phrase_scores
         with conn:
+            before = kept.state(conn) if kept is not None else None
             conn.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
             # mtimes feed the modified: filter, whose answers are cached per generation.
             self._bump(conn)
+            after = kept.state(conn) if kept is not None else None
+        if kept is not None:
+            kept.wrote(before, after, (), ())  # no FTS row changed
 
     def delete_files(self, paths: Sequence[str]) -> None:
         self.apply((), paths)
@@ -456,7 +469,11 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
             )
 
     @staticmethod
-    def _delete_file(conn: sqlite3.Connection, path: str) -> None:
+    def _delete_file(conn: sqlite3.Connection, path: str, removed: list[int] | None = None
+                     ) -> None:
+        if removed is not None:
+            removed.extend(r[0] for r in conn.execute(
+                "SELECT rowid FROM chunks WHERE path = ?", (path,)))
         conn.execute(
             "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)",
             (path,),

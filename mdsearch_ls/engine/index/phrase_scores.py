@@ -16,9 +16,13 @@ the query's order, as FTS5 adds them (a phrase a row lacks adds 0.0 there), so w
 answered never shows. Reading a common phrase alone costs more than scoring it with the others
 (80 ms against 51 for a typical question at 96k, everything read alone), so a process that
 searches once (the CLI) keeps nothing and asks FTS5 the whole query, and so does a search whose
-rows lie mostly in phrases not kept (the first after a start or a write: a write moves every idf
-and ``avgdl``, so it drops all that was kept; or one of rare words only); its common phrases are
-then read on a thread of their own, for the searches after it.
+rows lie mostly in phrases not kept (a start, a write by another process, or a query of rare
+words only); its common phrases are then read on a thread of their own, for the searches after it.
+
+**Across this process's own writes** (a server's saves) the kept phrases are carried, not
+read again: the manifest tells which rowids each write removed and inserted (:meth:`wrote`), and
+the first search after it that needs a kept phrase has it scored again for the new idf and
+``avgdl`` from each row's count and length, FTS5's double checked (engine/index/bm25_rows.py).
 """
 
 from __future__ import annotations
@@ -33,22 +37,32 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from mdsearch_ls.engine.index import bm25_rows
+from mdsearch_ls.engine.index.bm25_rows import Rows
+
 COMMON_ROWS = 500
 """A phrase matching at least this many rows is kept; a rarer one costs less to read again."""
 
 BUDGET = 3_000_000
-"""Rows kept over all phrases (12 bytes each: 36 MB at most); the least recently used phrase
+"""Rows kept over all phrases (16 bytes each: 48 MB at most); the least recently used phrase
 goes first. At 96k chunks the phrases of 500+ rows of all 365 nl2bash questions hold 3.1M rows;
 with 1.5M kept, a question the server had answered before took 13 ms (p50) instead of 5
 (benchmarks/keyword_bench.py)."""
 
-COLD_SHARE = 2
+COLD_SHARE = 3
 """Ask FTS5 the whole query when over 1/COLD_SHARE of the rows the phrases match are in phrases
-not kept: reading each alone costs about 1.3-1.5x scoring them all together (a query of rare
-words only, too, goes to FTS5 whole: few rows either way)."""
+not kept: reading a phrase alone costs 2-2.5x its share of the whole query (four nl2bash
+questions at 96k chunks, December 2026: the rows come to Python one by one), so reading the rest
+alone pays only below about a third (a query of rare words only, too, goes to FTS5 whole: few
+rows either way). Either way the common ones end up kept: read here, or later on the thread."""
 
-_Scores = tuple[np.ndarray, np.ndarray]
-_Job = tuple[Callable[[], sqlite3.Connection], object, list[tuple[str, float, float]]]
+WRITES_KEPT = 64
+"""Writes remembered (the rowids each removed and inserted): a kept phrase is carried across at
+most this many of this process's writes since it was last needed."""
+
+_Key = tuple[str, float, float]
+_Job = tuple[Callable[[], sqlite3.Connection], object, list[_Key]]
+_Write = tuple[object, np.ndarray, np.ndarray]
 
 
 def _state_of(conn: sqlite3.Connection) -> object:
@@ -63,21 +77,49 @@ class PhraseScores:
         self.budget = budget
         self.common_rows = common_rows
         self._state: object = None
-        self._kept: OrderedDict[tuple[str, float, float], _Scores] = OrderedDict()
+        self._kept: OrderedDict[_Key, Rows] = OrderedDict()
+        self._before: dict[_Key, tuple[object, Rows]] = {}
+        """Carryable phrases kept at an earlier state, not yet needed at this one."""
+        self._writes: OrderedDict[object, _Write] = OrderedDict()
+        self._lengths: np.ndarray | None = None
+        """Every row's length in tokens, by rowid, at ``_lengths_at``: what makes a phrase
+        read whole carryable (read once on the thread, then patched by this process's writes)."""
+        self._lengths_at: object = None
         self._rows_of: dict[str, int] = {}
         self._held = 0
         self._lock = threading.Lock()
         self._jobs: queue.Queue[_Job] = queue.Queue()
-        self._queued: set[tuple[str, float, float]] = set()
+        self._queued: set[_Key] = set()
         self._worker: threading.Thread | None = None
         self._later = threading.local()
         self._closed = False
         self.reads = 0
         """Phrases read from FTS5 alone since the start (a test's and a benchmark's measure)."""
+        self.carries = 0
+        """Phrases carried across a write instead of read again (tests, benchmarks)."""
 
     @property
     def held(self) -> int:
         return self._held
+
+    def state(self, conn: sqlite3.Connection) -> object:
+        """The index state ``conn`` reads (its transaction's, within one)."""
+        return _state_of(conn)
+
+    def wrote(self, before: object, after: object, removed: Sequence[int],
+              inserted: Sequence[int]) -> None:
+        """This process's write took the index from state ``before`` to ``after``, removing the
+        FTS rows ``removed`` and inserting ``inserted`` (a rowid can be both: FTS5 gives a
+        deleted last rowid again). Only what is recorded here is carried; a write by another
+        process, or one that rewrote the table (a rebuild), leaves no record and drops all."""
+        if before == after:
+            return
+        with self._lock:
+            self._writes[after] = (before, np.asarray(sorted(set(removed) | set(inserted)),
+                                                      np.int64),
+                                   np.asarray(sorted(set(inserted)), np.int64))
+            while len(self._writes) > WRITES_KEPT:
+                self._writes.popitem(last=False)
 
     def top(self, conn: sqlite3.Connection, phrases: Sequence[str], limit: int,
             weights: tuple[float, float], connect: Callable[[], sqlite3.Connection] | None = None,
@@ -85,11 +127,11 @@ class PhraseScores:
         """The first ``limit`` ``(rowid, score)`` of the OR of ``phrases``, best first, ties by
         rowid: what ``ORDER BY bm25(...), rowid LIMIT`` gives, read in one snapshot.
 
-        None when most of the rows the query matches are in phrases not kept (the first search
-        after a write, or one of rare words only): reading them alone would cost about 1.3-1.5x
-        FTS5's whole query, so the caller asks FTS5 that and then calls :meth:`read_later`: the
-        common ones are read and kept on a thread of their own (``connect`` gives it its
-        connection), at a lower priority, for the next searches."""
+        None when over 1/COLD_SHARE of the rows the query matches are in phrases not kept (a
+        start, a write by another process, or a query of rare words only): reading them alone
+        would cost 2-2.5x their share of FTS5's whole query, so the caller asks FTS5 that and calls
+        :meth:`read_later`: the common ones are read and kept on a thread of their own
+        (``connect`` gives it its connection), at a lower priority, for the next searches."""
         self._later.job = None
         began = not conn.in_transaction
         if began:
@@ -105,21 +147,24 @@ class PhraseScores:
             parts = []
             for phrase, got in zip(phrases, kept, strict=True):
                 if got is None and rows[phrase]:
-                    got = _read(conn, phrase, weights)
+                    got = bm25_rows.read(conn, phrase, weights, self._lengths_of(state))
                     self._keep(state, (phrase, *weights), got)
                 if got is not None:
-                    parts.append(got)
+                    parts.append((got.rowids, got.scores))
         finally:
             if began:
                 conn.execute("COMMIT")
         return _best(parts, limit)
 
     def forget(self) -> None:
-        """Drop all that is kept, as a write does (benchmarks: the first search after one)."""
+        """Drop all that is kept, as a write by another process does (benchmarks: the first
+        search after one)."""
         self.settle()
         with self._lock:
             self._state, self._held = None, 0
+            self._lengths = self._lengths_at = None
             self._kept.clear()
+            self._before.clear()
             self._rows_of.clear()
             self._queued.clear()
 
@@ -133,17 +178,15 @@ class PhraseScores:
         self._jobs.join()
 
     def _look(self, conn: sqlite3.Connection, phrases: Sequence[str],
-              weights: tuple[float, float]) -> tuple[object, list[_Scores | None], dict[str, int]]:
-        """The snapshot's state, each phrase's kept scores (None: not kept), and the row count
-        of each phrase not kept (counted once per state: a count reads no scores)."""
+              weights: tuple[float, float]) -> tuple[object, list[Rows | None], dict[str, int]]:
+        """The snapshot's state, each phrase's kept scores (None: not kept; carried here from
+        an earlier state when it can be), and the row count of each phrase not kept (counted
+        once per state: a count reads no scores)."""
         state = _state_of(conn)
         with self._lock:
             if state != self._state:
-                self._state, self._held = state, 0
-                self._kept.clear()
-                self._rows_of.clear()
-                self._queued.clear()
-        kept: list[_Scores | None] = []
+                self._turn(conn, state)
+        kept: list[Rows | None] = []
         rows: dict[str, int] = {}
         for phrase in phrases:
             key = (phrase, *weights)
@@ -151,10 +194,13 @@ class PhraseScores:
                 got = self._kept.get(key)
                 if got is not None:
                     self._kept.move_to_end(key)
+                old = self._before.get(key) if got is None else None
                 count = self._rows_of.get(phrase)
+            if old is not None:
+                got = self._carried(conn, state, key, *old)
             kept.append(got)
             if got is not None:
-                rows[phrase] = int(got[0].size)
+                rows[phrase] = int(got.rowids.size)
                 continue
             if count is None:
                 count = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
@@ -164,6 +210,63 @@ class PhraseScores:
                         self._rows_of[phrase] = count
             rows[phrase] = count
         return state, kept, rows
+
+    def _turn(self, conn: sqlite3.Connection, state: object) -> None:
+        """A new index state (under the lock): what was kept waits in ``_before`` to be carried
+        when a search needs it, if the writes since are this process's own; else it goes. The
+        row lengths take in the rows those writes inserted (a range query per run)."""
+        since = self._since(self._lengths_at, state) if self._lengths is not None else None
+        self._lengths = None if since is None else bm25_rows.patch_lengths(conn, self._lengths,
+                                                                           since[1])
+        self._lengths_at = state
+        before = {key: (self._state, k) for key, k in self._kept.items() if k.freq is not None}
+        for key, entry in self._before.items():
+            before.setdefault(key, entry)
+        reach = {st: self._since(st, state) is not None for st, _ in before.values()}
+        self._before = {key: entry for key, entry in before.items() if reach[entry[0]]}
+        self._state = state
+        self._kept.clear()
+        self._rows_of.clear()
+        self._queued.clear()
+        self._held = sum(int(k.rowids.size) for _, k in self._before.values())
+
+    def _since(self, then: object, now: object) -> tuple[np.ndarray, np.ndarray] | None:
+        """The rowids removed (or replaced) and inserted by this process's writes from state
+        ``then`` to ``now``; None when a write between them is not known here."""
+        removed: list[np.ndarray] = []
+        inserted: list[np.ndarray] = []
+        state = now
+        for _ in range(len(self._writes) + 1):
+            if state == then:
+                cat = (lambda xs: np.unique(np.concatenate(xs)) if xs  # noqa: E731
+                       else np.zeros(0, np.int64))
+                return cat(removed), cat(inserted)
+            step = self._writes.get(state)
+            if step is None:
+                return None
+            state = step[0]
+            removed.append(step[1])
+            inserted.append(step[2])
+        return None
+
+    def _carried(self, conn: sqlite3.Connection, state: object, key: _Key, then: object,
+                 old: Rows) -> Rows | None:
+        """``old`` (kept at state ``then``) brought to this state, and kept; None when it
+        cannot be exactly (the phrase is then read as one not kept)."""
+        with self._lock:
+            since = self._since(then, state) if state == self._state else None
+            if self._before.get(key, (None, None))[1] is old:
+                del self._before[key]
+                self._held -= int(old.rowids.size)
+        new = None if since is None else bm25_rows.carry(conn, key[0], (key[1], key[2]),
+                                                         old, *since)
+        if new is not None:
+            self._keep(state, key, new, carried=True)
+        return new
+
+    def _lengths_of(self, state: object) -> np.ndarray | None:
+        with self._lock:
+            return self._lengths if self._lengths_at == state else None
 
     def read_later(self) -> None:
         """Read the common phrases this thread's last :meth:`top` put aside: called once FTS5
@@ -197,13 +300,19 @@ class PhraseScores:
                 conn = connect()
                 conn.execute("BEGIN")
                 try:
+                    if self._lengths_of(state) is None and _state_of(conn) == state:
+                        lengths = bm25_rows.all_lengths(conn)  # once; then patched per write
+                        with self._lock:
+                            if self._state == state:
+                                self._lengths, self._lengths_at = lengths, state
                     for key in keys:
                         if self._closed or self._state != state or _state_of(conn) != state:
                             break
                         with self._lock:
                             have = key in self._kept
                         if not have:
-                            self._keep(state, key, _read(conn, key[0], (key[1], key[2])))
+                            self._keep(state, key, bm25_rows.read(
+                                conn, key[0], (key[1], key[2]), self._lengths_of(state)))
                 finally:
                     conn.execute("COMMIT")
             except Exception:  # a closed or damaged manifest: searches read what they need
@@ -211,33 +320,27 @@ class PhraseScores:
             finally:
                 self._jobs.task_done()
 
-    def _keep(self, state: object, key: tuple[str, float, float], scores: _Scores) -> None:
-        size = int(scores[0].size)
+    def _keep(self, state: object, key: _Key, scores: Rows, carried: bool = False) -> None:
+        size = scores.size
         with self._lock:
-            self.reads += 1
+            if carried:
+                self.carries += 1
+            else:
+                self.reads += 1
             if (size < self.common_rows or size > self.budget or state != self._state
                     or key in self._kept):
                 return
-            while self._kept and self._held + size > self.budget:
-                _, (old, _s) = self._kept.popitem(last=False)
-                self._held -= int(old.size)
+            while self._held + size > self.budget and (self._before or self._kept):
+                if self._before:  # waiting to be carried goes before what this state needed
+                    old = self._before.pop(next(iter(self._before)))[1]
+                else:
+                    old = self._kept.popitem(last=False)[1]
+                self._held -= int(old.rowids.size)
             self._kept[key] = scores
             self._held += size
 
 
-def _read(conn: sqlite3.Connection, match: str, weights: tuple[float, float]) -> _Scores:
-    """Every row ``match`` matches, with its score (bm25() is negative: better is lower)."""
-    rows = conn.execute("SELECT rowid, bm25(chunks_fts, ?, ?) FROM chunks_fts "
-                        "WHERE chunks_fts MATCH ?", (*weights, match)).fetchall()
-    n = len(rows)
-    rowids = np.fromiter((r[0] for r in rows), np.int64, n)
-    scores = np.fromiter((-r[1] for r in rows), np.float64, n)
-    if n and int(rowids.max()) < 2**31:
-        rowids = rowids.astype(np.int32)
-    return rowids, scores
-
-
-def _best(parts: list[_Scores], limit: int) -> list[tuple[int, float]]:
+def _best(parts: list[tuple[np.ndarray, np.ndarray]], limit: int) -> list[tuple[int, float]]:
     """Each row's summed score, and the first ``limit`` rows: best first, then by rowid."""
     parts = [p for p in parts if p[0].size]
     if not parts or limit < 1:
