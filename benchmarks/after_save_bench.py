@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 os.environ.setdefault("MDSEARCH_BACKGROUND", "off")
 
-from scale_bench import queries  # noqa: E402
+from scale_bench import queries, save  # noqa: E402
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.api import SearchRequest, Workspace, create_embedder  # noqa: E402
@@ -77,8 +77,7 @@ def run(vault: Path, rounds: int, compare: str = "carry") -> dict[str, object]:
                 for q in qs[200:220]:
                     ws.search(SearchRequest.build(q, k=5))
                     kept.settle()
-            with (vault / NOTE).open("a", encoding="utf-8") as fh:
-                fh.write(f"\n- Saved {r}: list what an archive holds:\n\n`tar tf x.tar`\n")
+            save(vault / NOTE, f"- Saved {r}: list what an archive holds:\n\n`tar tf x.tar`")
             t0 = time.perf_counter()
             ws.update([NOTE])
             t1 = time.perf_counter()

@@ -157,6 +157,14 @@ def build(work: Path, copies: int, env: dict[str, str]) -> dict[str, Any]:
     return made
 
 
+def save(note: Path, line: str) -> None:
+    """A save of the benchmark's own copy of a tldr page: the page as shipped plus ``line``, so
+    the note saved is the same size in every vault and every run (appending, as the rounds once
+    did, grew it to 16 KB and its re-parse and embedding with it)."""
+    original = (TLDR / note.relative_to(note.parents[1])).read_text(encoding="utf-8")
+    note.write_text(f"{original.rstrip()}\n\n{line}\n", encoding="utf-8")
+
+
 def counts(vault: Path) -> dict[str, int]:
     with sqlite3.connect(f"file:{manifest_of(vault)}?mode=ro", uri=True) as db:
         files = db.execute("SELECT count(*) FROM files").fetchone()[0]
@@ -180,8 +188,7 @@ def processes(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[str
             }
             for cmd, argv in cmds.items():
                 runs.setdefault(cmd, {}).setdefault(name, []).append(timed(argv, env, vault))
-            with note.open("a", encoding="utf-8") as fh:  # a save in the benchmark's own copy
-                fh.write(f"\n- Round {r}: list what an archive holds:\n\n`tar tf path/to/x.tar`\n")
+            save(note, f"- Round {r}: list what an archive holds:\n\n`tar tf path/to/x.tar`")
             runs.setdefault("search-after-save", {}).setdefault(name, []).append(
                 timed([*MDSEARCH, "search", q], env, vault))
             # that search wrote its note without Chroma: the next index run catches it up;
