@@ -309,3 +309,18 @@ def test_row_lengths_and_table_totals_are_fts5s(manifest):
     assert bm25_rows.table_totals(conn) == (len(rows), int(decoded.sum()))
     assert bm25_rows.varints(bytes([0x85, 0xEF, 0x17, 0x03])) == [96151, 3]
     assert bm25_rows.lengths([bytes([0x83, 0x01, 0x02]), b"\x05\x7f"]).tolist() == [387, 132]
+
+
+def test_a_rebuild_is_not_carried(manifest):
+    """``clear()`` (a rebuild) rewrites the whole table and records no rows: nothing kept is
+    carried through it, and the lists after it are FTS5's."""
+    manifest.keep_phrase_scores()
+    scores = manifest.phrase_scores
+    scores.common_rows = 1
+    _both(manifest, "list files by size", 30)
+    manifest.clear()
+    rng = random.Random(11)
+    manifest.apply([make_update(f"r{i}.md", [_body(rng)]) for i in range(40)])
+    plain, summed = _both(manifest, "list files by size", 30)
+    assert plain and summed == plain
+    assert scores.carries == 0
