@@ -324,3 +324,23 @@ def test_a_rebuild_is_not_carried(manifest):
     plain, summed = _both(manifest, "list files by size", 30)
     assert plain and summed == plain
     assert scores.carries == 0
+
+
+def test_a_reader_reads_no_row_lengths(tmp_path, manifest):
+    """Only a writer's own writes are carried, so a reader never pays for the row lengths that
+    carrying needs (a whole table read at each new state)."""
+    reader = Manifest(manifest.path, read_only=True)
+    try:
+        reader.keep_phrase_scores()
+        scores = reader.phrase_scores
+        scores.common_rows = 1
+        plain, summed = _both(reader, "list files by size", 30)
+        assert summed == plain and scores.held > 0
+        assert scores._lengths is None
+        assert all(rows.freq is None for rows in _kept_rows(scores).values())
+    finally:
+        reader.close()
+    manifest.keep_phrase_scores()
+    manifest.phrase_scores.common_rows = 1
+    _both(manifest, "list files by size", 30)
+    assert manifest.phrase_scores._lengths is not None

@@ -29,7 +29,7 @@ class KeywordQueries:
         from mdsearch_ls.engine.index.phrase_scores import PhraseScores
 
         if self.phrase_scores is None:
-            self.phrase_scores = PhraseScores()
+            self.phrase_scores = PhraseScores(carry=not getattr(self, "read_only", False))
 
     def _conn(self) -> sqlite3.Connection:
         raise NotImplementedError

@@ -73,9 +73,13 @@ def _state_of(conn: sqlite3.Connection) -> object:
 class PhraseScores:
     """Per-row scores of common phrases for one index state (lineage and generation)."""
 
-    def __init__(self, budget: int = BUDGET, common_rows: int = COMMON_ROWS) -> None:
+    def __init__(self, budget: int = BUDGET, common_rows: int = COMMON_ROWS,
+                 carry: bool = True) -> None:
+        """``carry``: this process writes the index, so what it keeps can be carried across
+        its writes (a reader's never can: it reads no row lengths for it)."""
         self.budget = budget
         self.common_rows = common_rows
+        self.carry = carry
         self._state: object = None
         self._kept: OrderedDict[_Key, Rows] = OrderedDict()
         self._before: dict[_Key, tuple[object, Rows]] = {}
@@ -300,7 +304,8 @@ class PhraseScores:
                 conn = connect()
                 conn.execute("BEGIN")
                 try:
-                    if self._lengths_of(state) is None and _state_of(conn) == state:
+                    if (self.carry and self._lengths_of(state) is None
+                            and _state_of(conn) == state):
                         lengths = bm25_rows.all_lengths(conn)  # once; then patched per write
                         with self._lock:
                             if self._state == state:
