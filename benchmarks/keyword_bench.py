@@ -52,11 +52,17 @@ def main() -> int:
     ap.add_argument("--budget", type=int, help="rows kept (default: the engine's)")
     ap.add_argument("--common-rows", type=int, help="fewest rows of a kept phrase (default: the "
                     "engine's)")
+    ap.add_argument("--cold-share", type=int, help="phrase_scores.COLD_SHARE (default: the "
+                    "engine's)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     queries = [json.loads(line)["query"] for line in args.queries.open(encoding="utf-8")]
     from mdsearch_ls.engine.embedding import create_embedder
+    from mdsearch_ls.engine.index import phrase_scores
     from mdsearch_ls.engine.index.phrase_scores import PhraseScores
+
+    if args.cold_share:
+        phrase_scores.COLD_SHARE = args.cold_share
 
     settings = Settings()
     ws = Workspace(args.root, settings, create_embedder(settings), read_only=True)
@@ -95,7 +101,8 @@ def main() -> int:
     ws.close()
     out = {"root": args.root.name, "chunks": chunks, "queries": len(terms), "pool": args.pool,
            "rounds": args.rounds, "budget": kept_scores.budget,
-           "common_rows": kept_scores.common_rows, **{name: pct(ms) for name, ms in times.items()},
+           "common_rows": kept_scores.common_rows, "cold_share": phrase_scores.COLD_SHARE,
+           **{name: pct(ms) for name, ms in times.items()},
            "kept_rows": kept_scores.held, "differing_lists": differ,
            "ratio_p50_kept": round(statistics.median(times["kept"])
                                    / statistics.median(times["fts5"]), 3),
