@@ -45,7 +45,7 @@ from mdsearch_ls.cli.common import (
 )
 from mdsearch_ls.cli.parser import build_parser
 from mdsearch_ls.config import SettingError
-from mdsearch_ls.logs import configure_logging, level_from_flags
+from mdsearch_ls.logs import configure_later, configure_logging, level_from_flags
 
 __all__ = [
     "COMMANDS",
@@ -95,8 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     args = parser.parse_args(argv)
-    configure_logging(level_from_flags(args.verbose, args.quiet),
-                      prog="mdsearch-mcp" if args.command == "mcp" else "mdsearch")
+    level = level_from_flags(args.verbose, args.quiet)
+    if args.command == "search":  # set up before it searches in process (cmd_search)
+        configure_later(level)
+    else:
+        configure_logging(level, prog="mdsearch-mcp" if args.command == "mcp" else "mdsearch")
     from mdsearch_ls.cli.commands import COMMANDS, cmd_mcp
 
     if args.command == "mcp":  # before any engine import: initialize must not wait on it

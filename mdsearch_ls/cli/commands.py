@@ -24,6 +24,7 @@ from mdsearch_ls.cli.output import (
     print_queries,
 )
 from mdsearch_ls.cli.session import _confirm_first_index, _find_root, _Session
+from mdsearch_ls.logs import configure_now
 
 # ---- index --------------------------------------------------------------------------------------
 
@@ -144,6 +145,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.server:
         from mdsearch_ls.cli import remote
 
+        configure_now()
         return remote.run(args, queries)
     root = _find_root(args, settings)
     if not args.no_resident:
@@ -153,6 +155,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         code = resident.run(args, settings, root, queries, filters, _index_state_note)
         if code is not None:
             return code
+    configure_now()  # searching here: the engine's modules log by themselves
     first = args.root is not None and not args.no_update
     if first:
         _confirm_first_index(args, root, settings)

@@ -5,21 +5,19 @@ and the protocol's version. The server's side is :mod:`mdsearch_ls.engine.servic
 Apart from it because the CLI reads these before it knows whether a server answers, and the
 server's module brings threads, a thread pool, ``tempfile`` and the search request types with
 it (about 8 ms of imports in a process that is over in a few tens when the server answers).
-Standard library only; ``tempfile`` and ``hashlib`` (which loads OpenSSL: ~3 ms) are imported
-only for an index folder whose socket path is too long. ``tests/unit/test_resident_client.py``
+Standard library only; ``logging`` is imported only to say why a socket did not answer, and
+``tempfile`` and ``hashlib`` (which loads OpenSSL: ~3 ms) only for an index folder whose socket
+path is too long. ``tests/unit/test_resident_client.py``
 holds both sides to the same answers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from mdsearch_ls.config import Settings
@@ -92,7 +90,7 @@ def ask_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: floa
     if not path.exists():
         return None
     if path.parent != Path(home) and not private_dir(path.parent, create=False):
-        log.info("not asking %s: its folder is not this user's alone", path)
+        _info("not asking %s: its folder is not this user's alone", path)
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -108,11 +106,19 @@ def ask_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: floa
             data += more
         answer = json.loads(data)
     except (OSError, ValueError) as exc:  # gone, stale socket file, cut answer
-        log.info("%s did not answer (%s)", path, exc)
+        _info("%s did not answer (%s)", path, exc)
         return None
     finally:
         sock.close()
     return answer if isinstance(answer, dict) else None
+
+
+def _info(message: str, *args: object) -> None:
+    """Logged at INFO, ``logging`` imported only then: a CLI whose search the server answers
+    has nothing to log, and ``logging`` with what it brings is ~5 ms of it."""
+    import logging
+
+    logging.getLogger(__name__).info(message, *args, stacklevel=2)
 
 
 def ask_to_leave(index_dir: Path, timeout: float = 35.0) -> bool:
