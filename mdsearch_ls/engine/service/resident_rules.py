@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mdsearch_ls.config import Settings
 
 SOCKET_NAME = "search.sock"
@@ -84,6 +86,15 @@ def ask_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: floa
     logged, when nothing answers there (no file, a stale one, no answer in time, not JSON) or
     the socket lies outside ``home`` (a long path's fallback) in a folder not this user's alone.
     The C module ``_socket``: ``socket.py``'s enums and selectors cost a CLI ~3 ms."""
+    answer = send_socket(path, home, request, timeout=timeout, connect_timeout=connect_timeout)
+    return None if answer is None else answer()
+
+
+def send_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: float = 35.0,
+                connect_timeout: float = 2.0) -> Callable[[], dict[str, Any] | None] | None:
+    """:func:`ask_socket` in two steps: the request sent, and a function that reads its answer
+    (to be called once), so the asker does its own work while the server does its; None when
+    nothing took the request."""
     import _socket as socket
     import json
 
@@ -98,19 +109,28 @@ def ask_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: floa
         sock.connect(str(path))
         sock.settimeout(timeout)
         sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            more = sock.recv(1 << 16)
-            if not more:
-                break
-            data += more
-        answer = json.loads(data)
-    except (OSError, ValueError) as exc:  # gone, stale socket file, cut answer
+    except OSError as exc:  # gone, stale socket file
+        sock.close()
         _info("%s did not answer (%s)", path, exc)
         return None
-    finally:
-        sock.close()
-    return answer if isinstance(answer, dict) else None
+
+    def answer() -> dict[str, Any] | None:
+        try:
+            data = b""
+            while not data.endswith(b"\n"):
+                more = sock.recv(1 << 16)
+                if not more:
+                    break
+                data += more
+            answer = json.loads(data)
+        except (OSError, ValueError) as exc:  # gone, no answer in time, cut answer
+            _info("%s did not answer (%s)", path, exc)
+            return None
+        finally:
+            sock.close()
+        return answer if isinstance(answer, dict) else None
+
+    return answer
 
 
 def _info(message: str, *args: object) -> None:
