@@ -17,7 +17,9 @@ The package, one concern a module: ``parser`` (arguments and help), ``commands``
 command does), ``session`` (which index, opened how), ``output`` (what stdout gets),
 ``progress`` (the progress line and signals), ``common`` (exit codes and messages). Nothing
 here imports the engine at module level: ``mdsearch --help`` and the MCP server's
-``initialize`` must not wait on it.
+``initialize`` must not wait on it. Nor does this module import ``commands`` (and through it the
+printer and the session) before a command runs: ``--help`` needs the parser alone, and a search
+the server that holds the index answers counts every millisecond of its own start-up.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ import contextlib
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
-from mdsearch_ls.cli.commands import COMMANDS, cmd_mcp
 from mdsearch_ls.cli.common import (
     EXIT_ERROR,
     EXIT_LOCKED,
@@ -43,7 +45,7 @@ from mdsearch_ls.cli.common import (
 )
 from mdsearch_ls.cli.parser import build_parser
 from mdsearch_ls.config import SettingError
-from mdsearch_ls.logs import configure_logging, level_from_flags
+from mdsearch_ls.logs import configure_later, configure_logging, level_from_flags
 
 __all__ = [
     "COMMANDS",
@@ -93,16 +95,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     args = parser.parse_args(argv)
-    configure_logging(level_from_flags(args.verbose, args.quiet),
-                      prog="mdsearch-mcp" if args.command == "mcp" else "mdsearch")
-    if args.command == "mcp":  # before the engine import below: initialize must not wait on it
+    level = level_from_flags(args.verbose, args.quiet)
+    if args.command == "search":  # set up before it searches in process (cmd_search)
+        configure_later(level)
+    else:
+        configure_logging(level, prog="mdsearch-mcp" if args.command == "mcp" else "mdsearch")
+    from mdsearch_ls.cli.commands import COMMANDS, cmd_mcp
+
+    if args.command == "mcp":  # before any engine import: initialize must not wait on it
         try:
             return cmd_mcp(args)
         except SettingError as exc:
             _err(str(exc))
             return EXIT_USAGE
-    from mdsearch_ls.engine.api import MdsearchError, ModelLoadError
-
     started = time.perf_counter()
     try:
         return COMMANDS[args.command](args)
@@ -111,12 +116,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_SIGINT
     except BrokenPipeError:
         return _reader_gone()
-    except (UsageError, MdsearchError, ModelLoadError, SettingError, OSError,
-            ValueError) as exc:
+    except Exception as exc:
+        if not _said_to_a_person(exc):
+            raise
         _err(str(exc))
         return exit_code(exc)
     finally:
         log.debug("%s took %.2fs", args.command, time.perf_counter() - started)
+
+
+def _said_to_a_person(exc: Exception) -> bool:
+    """Whether ``exc`` is a failure whose message is written for a person (printed, with its
+    exit code) rather than a bug (a traceback). The engine's types are imported only when a
+    command has failed: importing ``ModelLoadError`` brings the embedding package (and logging,
+    threading, its backends' modules) into a search that a server answered."""
+    from mdsearch_ls.engine.api import MdsearchError, ModelLoadError
+
+    return isinstance(exc, UsageError | MdsearchError | ModelLoadError | SettingError | OSError
+                      | ValueError)
 
 
 def _reader_gone() -> int:
@@ -129,6 +146,15 @@ def _reader_gone() -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     return EXIT_PIPE
+
+
+def __getattr__(name: str) -> Any:
+    """``COMMANDS`` and ``cmd_mcp``, still importable from here, loaded when first asked for."""
+    if name in ("COMMANDS", "cmd_mcp"):
+        from mdsearch_ls.cli import commands
+
+        return getattr(commands, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def serve_main() -> int:

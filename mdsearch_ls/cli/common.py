@@ -5,17 +5,43 @@ standard library and ``config`` only), so the others import it without cycles.""
 from __future__ import annotations
 
 import argparse
-import logging
+import os
 import sys
 from pathlib import Path
 
+from mdsearch_ls import logs
 from mdsearch_ls.config import Settings, cli_settings, settings_from_flags
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LOCKED, EXIT_OPEN = 0, 1, 2, 3, 4
 EXIT_SIGINT, EXIT_SIGTERM, EXIT_PIPE = 130, 143, 141
 FORMATS = ("text", "json", "jsonl", "vimgrep", "paths")
 
-log = logging.getLogger("mdsearch")
+
+
+class _Log:
+    """The CLI's logger (``mdsearch``), with ``logging`` imported for a record that can be shown
+    (:func:`mdsearch_ls.logs.configure_later`): a search the server answers says nothing at the
+    default level, and never imports it."""
+
+    def debug(self, message: str, *args: object) -> None:
+        self._log(logs.DEBUG, message, args)
+
+    def info(self, message: str, *args: object) -> None:
+        self._log(logs.INFO, message, args)
+
+    def warning(self, message: str, *args: object) -> None:
+        self._log(logs.WARNING, message, args)
+
+    def _log(self, level: int, message: str, args: tuple[object, ...]) -> None:
+        if not logs.shown(level):
+            return
+        logs.configure_now()
+        import logging
+
+        logging.getLogger("mdsearch").log(level, message, *args, stacklevel=3)
+
+
+log = _Log()
 
 
 class UsageError(Exception):
@@ -50,3 +76,19 @@ def _shown(path: Path) -> str:
         return path.relative_to(Path.cwd()).as_posix()
     except ValueError:
         return str(path)
+
+
+def _columns(fallback: int) -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` reads it (``$COLUMNS``, else the
+    terminal on stdout, else ``fallback``), without shutil: its import (zlib, bz2, lzma with it)
+    is ~3 ms of a search that the server holding the index answers."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or fallback
+    except (AttributeError, ValueError, OSError):  # no stdout, not a terminal
+        return fallback

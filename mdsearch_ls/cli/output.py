@@ -11,13 +11,21 @@ import argparse
 import json
 import os
 import re
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from mdsearch_ls.cli.common import EXIT_OK, EXIT_USAGE, UsageError, _err, _note, _shown, log
+from mdsearch_ls.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    _columns,
+    _err,
+    _note,
+    _shown,
+    log,
+)
 
 
 class _Style:
@@ -130,7 +138,7 @@ class _Printer:
         self.format = args.format or "text"
         self.explain = bool(getattr(args, "explain", False))
         self.style = _Style.for_stream(sys.stdout, args.color)
-        self.columns = shutil.get_terminal_size((100, 24)).columns
+        self.columns = _columns(100)
         self._seen_paths: set[str] = set()
 
     def rendered(self, hits: Sequence[Any], terms: Sequence[str], limit: int) -> list[Any]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mdsearch_ls import __version__
-from mdsearch_ls.cli.common import EXIT_USAGE, FORMATS
+from mdsearch_ls.cli.common import EXIT_USAGE, FORMATS, _columns
 from mdsearch_ls.config import SettingInfo, cli_settings
 
 GETTING_STARTED = """\
@@ -93,10 +93,42 @@ examples:
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that suggests the command or flag a typo was meant to be."""
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter, with the width it would read from ``shutil.get_terminal_size``
+    read without shutil: argparse makes a formatter for every ``add_argument`` (to check its
+    metavar), and each imported shutil and asked the terminal its size."""
 
-    suggestions: Sequence[str] = ()
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _columns(80) - 2 if width is None else width)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that suggests the command or flag a typo was meant to be, and adds a command's
+    arguments only when that command is parsed or its help shown (``fill``): a run parses one
+    command, and adding the ~140 arguments of all seven cost every run several ms."""
+
+    fill: Callable[[argparse.ArgumentParser], None] | None = None
+
+    def filled(self) -> _Parser:
+        """This parser with its arguments added (once)."""
+        fill, self.fill = self.fill, None
+        if fill is not None:
+            fill(self)
+        return self
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self.filled()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self.filled()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self.filled()
+        return super().format_help()
 
     def error(self, message: str) -> Any:  # type: ignore[override]
         import difflib  # here: only a mistyped command or flag needs them
@@ -112,12 +144,13 @@ class _Parser(argparse.ArgumentParser):
                 message = (f"'{word}' is not a command (one of: {', '.join(choices)}); to search "
                            f"for it: mdsearch search {shlex.quote(word)}")
         m = re.match(r"unrecognized arguments: (.*)", message)
-        if m and self.suggestions:
+        if m:
             hints = []
+            flags = _every_flag()
             for word in m.group(1).split():
                 flag = word.split("=")[0]
                 if flag.startswith("--"):
-                    close = difflib.get_close_matches(flag, self.suggestions, n=1, cutoff=0.7)
+                    close = difflib.get_close_matches(flag, flags, n=1, cutoff=0.7)
                     if close and close[0] == flag:  # a flag of another command
                         hints.append(f"{flag} is not an option of this command")
                     elif close:
@@ -180,10 +213,13 @@ def _output(p: argparse.ArgumentParser, *, what: str) -> None:
                      help="colour: auto (on a terminal, unless NO_COLOR is set), always, never")
 
 
-def _subparser(sub: Any, name: str, help_text: str, description: str | None = None) -> Any:
-    return sub.add_parser(name, help=help_text, description=description or help_text,
-                          epilog=EXAMPLES[name],
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+def _subparser(sub: Any, name: str, help_text: str,
+               fill: Callable[[argparse.ArgumentParser], None]) -> None:
+    """A command's parser, its arguments added by ``fill`` when the command is parsed or its help
+    shown (see :class:`_Parser`)."""
+    p = sub.add_parser(name, help=help_text, description=help_text, epilog=EXAMPLES[name],
+                       formatter_class=_Formatter)
+    p.fill = fill
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -191,13 +227,26 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mdsearch",
         description="Search markdown notes by meaning and by exact words, offline.",
         epilog=GETTING_STARTED,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_Formatter,
     )
     parser.add_argument("--version", action="version", version=f"mdsearch {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 title="commands", parser_class=_Parser)
+    _subparser(sub, "index", "index (or update the index of) a folder of notes", _index_args)
+    _subparser(sub, "search", "search the notes (updates their index first)", _search_args)
+    _subparser(sub, "related", "sections of other notes related to a line of a note",
+               _related_args)
+    _subparser(sub, "status", "what is indexed for a folder", _status_args)
+    _subparser(sub, "mcp", "run the MCP server over stdio or HTTP (for AI assistants)",
+               _mcp_args)
+    _subparser(sub, "background", "the process that keeps a folder's index loaded for the "
+               "command line (a search starts it; this runs it in the foreground)",
+               _background_args)
+    _subparser(sub, "serve", "run the language server over stdio (for editors)", _serve_args)
+    return parser
 
-    p = _subparser(sub, "index", "index (or update the index of) a folder of notes")
+
+def _index_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("root", nargs="?", metavar="ROOT",
                    help="folder of markdown notes (default: the indexed folder you are in)")
     p.add_argument("--rebuild", action="store_true", help="drop the index and build it anew")
@@ -205,7 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="index a home folder, / or more than --max-files notes without asking")
     _common(p)
 
-    p = _subparser(sub, "search", "search the notes (updates their index first)")
+
+def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", nargs="?", metavar="QUERY",
                    help="text, with optional filters: path:dir/ tag:x type:md "
                    'modified:>2025-01-01 "exact phrase"')
@@ -245,7 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="file holding your token for --server (default: $MDSEARCH_TOKEN)")
     _common(p)
 
-    p = _subparser(sub, "related", "sections of other notes related to a line of a note")
+
+def _related_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="a note (the index is found from its folder)")
     p.add_argument("--line", type=int, default=1, metavar="N",
                    help="1-based line whose section is compared (default 1)")
@@ -256,13 +307,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --root: index a home folder, / or a huge folder without asking")
     _common(p)
 
-    p = _subparser(sub, "status", "what is indexed for a folder")
+
+def _status_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=None, metavar="ROOT",
                    help="folder of notes (default: the nearest indexed folder)")
     p.add_argument("--json", action="store_true", help="one JSON object")
     _common(p)
 
-    p = _subparser(sub, "mcp", "run the MCP server over stdio or HTTP (for AI assistants)")
+
+def _mcp_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", action="append", metavar="ROOT",
                    help="folder of notes; repeat for several (default: .)")
     p.add_argument("--http", metavar="HOST:PORT", default=None,
@@ -280,8 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     _add_setting_flags(p, "search")
 
-    p = _subparser(sub, "background", "the process that keeps a folder's index loaded for "
-                   "the command line (a search starts it; this runs it in the foreground)")
+
+def _background_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("root", nargs="?", metavar="ROOT",
                    help="folder of notes (default: the nearest indexed folder)")
     p.add_argument("--stop", action="store_true",
@@ -294,18 +347,23 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     _add_setting_flags(p, "search")
 
-    p = _subparser(sub, "serve", "run the language server over stdio (for editors)")
+
+def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stdio", action="store_true", help="accepted for editor compatibility")
     p.add_argument("-v", "--verbose", action="count", default=0)
     p.add_argument("-q", "--quiet", action="store_true")
 
-    flags = {o for a in _walk_actions(parser) for o in a.option_strings if o.startswith("--")}
-    for parser_ in (parser, *sub.choices.values()):
-        parser_.suggestions = sorted(flags)
-    return parser
+
+def _every_flag() -> list[str]:
+    """Every command's ``--flags``, sorted: what a mistyped flag is compared with."""
+    flags = {o for a in _walk_actions(build_parser()) for o in a.option_strings
+             if o.startswith("--")}
+    return sorted(flags)
 
 
 def _walk_actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
+    if isinstance(parser, _Parser):
+        parser.filled()
     for action in parser._actions:
         yield action
         if isinstance(action, argparse._SubParsersAction):

@@ -98,6 +98,7 @@ _WHERE: dict[str, str] = {
     "resident_socket_path": "mdsearch_ls.engine.service.resident_rules",
     "ask_to_leave": "mdsearch_ls.engine.service.resident_rules",
     "ask_socket": "mdsearch_ls.engine.service.resident_rules",
+    "send_socket": "mdsearch_ls.engine.service.resident_rules",
     "background_socket_path": "mdsearch_ls.engine.service.resident_rules",
     "cache_root": "mdsearch_ls.engine.index.layout",
     "writer_alive": "mdsearch_ls.engine.index.layout",
@@ -164,6 +165,7 @@ if TYPE_CHECKING:
         private_dir,
         ranking_settings,
         resident_socket_path,
+        send_socket,
     )
     from mdsearch_ls.engine.states import FolderState, IndexPhase, ModelState, Progress
     from mdsearch_ls.engine.workspace import Related, Workspace
@@ -274,6 +276,7 @@ __all__ = [
     "query_terms",
     "ranking_settings",
     "resident_socket_path",
+    "send_socket",
     "serve_in_background",
     "snippet",
     "window",

@@ -103,8 +103,9 @@ HEAVY = ("numpy", "onnxruntime", "tokenizers", "chromadb", "pathspec",
          "mdsearch_ls.engine.service.resident")
 # Nor what costs a few ms of a process that is over in well under 100 ms: SQLite (the formats the
 # index remembers come with the server's answer), OpenSSL's hashlib (the index folder's digest is
-# the builtin _sha1's) and socket.py (the C module connects).
-LIGHT = ("sqlite3", "_hashlib", "socket")
+# the builtin _sha1's), socket.py (the C module connects), shutil (the terminal's width is read
+# without it) and the embedding package (the engine's error types are imported on a failure).
+LIGHT = ("sqlite3", "_hashlib", "socket", "shutil", "mdsearch_ls.engine.embedding")
 # The CLI's own entry, then what it imported, on stderr after everything it printed.
 MODULES_AFTER = ("import json, sys\n"
                  "from mdsearch_ls.cli import main\n"

@@ -8,7 +8,11 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import types
 from pathlib import Path
@@ -65,9 +69,10 @@ class _StandIn:
     """A socket that answers as a server whose own ``include_formats`` is ``mine`` and whose
     index remembers ``remembered`` (absent: a server from before answers named them)."""
 
-    def __init__(self, path: Path, mine: list[str], remembered: Any) -> None:
+    def __init__(self, path: Path, mine: list[str], remembered: Any,
+                 index: dict[str, Any] | None = None) -> None:
         self.asked: list[list[str]] = []
-        self.mine, self.remembered = mine, remembered
+        self.mine, self.remembered, self.index = mine, remembered, index or {}
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(str(path))
         self.sock.listen(4)
@@ -89,7 +94,7 @@ class _StandIn:
                     answer: dict[str, Any] = {"v": 1, "refused": "settings differ"}
                 else:
                     answer = {"v": 1, "pid": 1, "checked": "every note",
-                              "results": [{"hits": [HIT], "notes": [], "index": {}}]}
+                              "results": [{"hits": [HIT], "notes": [], "index": self.index}]}
                     if self.remembered is not ABSENT:
                         answer["index_formats"] = self.remembered
                 conn.sendall(json.dumps(answer).encode() + b"\n")
@@ -149,3 +154,74 @@ def test_a_search_asks_with_the_formats_the_index_remembers(
         path.unlink()
     assert server.asked == asked
     assert (code, capsys.readouterr().out) == ((0, "a.md\n") if answered else (None, ""))
+
+
+# ---- what the CLI process itself costs when a server answers ------------------------------------
+
+# The CLI's own entry, then what it imported, on stderr after everything it printed.
+MODULES_AFTER = ("import json, sys\n"
+                 "from mdsearch_ls.cli import main\n"
+                 "try:\n"
+                 "    code = main(sys.argv[1:])\n"
+                 "except SystemExit as exc:\n"
+                 "    code = exc.code\n"
+                 "sys.stderr.write('MODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
+                 "raise SystemExit(code)\n")
+# Nothing a search answered by the server uses: the printer's and argparse's terminal width is
+# read without shutil (and its zlib, bz2, lzma), logging is set up only when the search runs in
+# process or something is to be said, and the engine's error types only on a failure.
+UNUSED = ("logging", "shutil", "zlib", "threading", "mdsearch_ls.engine.embedding", "numpy",
+          "markdown_it", "sqlite3", "mdsearch_ls.engine.notes.chunking",
+          "mdsearch_ls.engine.workspace")
+
+
+def _cli_modules(cwd: Path, env: dict[str, str], *args: str
+                 ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    done = subprocess.run([sys.executable, "-c", MODULES_AFTER, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+    line = next(ln for ln in done.stderr.splitlines() if ln.startswith("MODULES "))
+    return done, set(json.loads(line.removeprefix("MODULES ")))
+
+
+def test_a_search_the_server_answers_imports_only_what_it_prints_with(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mdsearch_ls.engine.index.layout import index_dir_of
+
+    # a short cache path: a socket path too long for the socket's own folder brings tempfile
+    cache = Path(tempfile.mkdtemp(prefix="mds", dir="/tmp"))
+    monkeypatch.setenv("MDSEARCH_CACHE_DIR", str(cache))
+    env = {**os.environ, "COLUMNS": "100", "MDSEARCH_BACKGROUND": "off"}
+    root = tmp_path / "notes"
+    root.mkdir()
+    index_dir = index_dir_of(root, Settings())
+    index_dir.mkdir(parents=True)
+    path = resident_rules.resident_socket_path(index_dir)
+    assert path.parent == index_dir
+    server = _StandIn(path, [], [], index={"state": "ready"})
+    try:
+        quiet, modules = _cli_modules(root, env, "search", "text", "--root", str(root))
+        told, told_modules = _cli_modules(root, env, "search", "text", "--root", str(root), "-v")
+        alone, alone_modules = _cli_modules(root, env, "search", "text", "--root", str(root),
+                                            "--no-resident", "--no-update")
+    finally:
+        server.sock.close()
+        shutil.rmtree(cache)
+    assert quiet.returncode == 0 and "a.md:1" in quiet.stdout and "text" in quiet.stdout
+    assert quiet.stderr.splitlines()[:-1] == []  # nothing said but the modules line
+    assert [m for m in UNUSED if m in modules] == []
+    # -v: what the server did is said, through logging, as before
+    assert told.returncode == 0 and told.stdout == quiet.stdout
+    assert "mdsearch: INFO: searched through the mdsearch server" in told.stderr
+    assert "logging" in told_modules
+    # the check can fail: searching by itself (here: no index to search) sets up logging first
+    assert alone.returncode == 2 and "logging" in alone_modules
+
+
+def test_help_imports_no_command_the_engine_or_logging(tmp_path: Path) -> None:
+    done, modules = _cli_modules(tmp_path, {**os.environ, "COLUMNS": "100"}, "--help")
+    assert done.returncode == 0 and done.stdout.startswith("usage: mdsearch")
+    assert "mdsearch search" in done.stdout
+    assert sorted(m for m in modules if m.startswith("mdsearch_ls.")) == [
+        "mdsearch_ls.cli", "mdsearch_ls.cli.common", "mdsearch_ls.cli.parser",
+        "mdsearch_ls.config", "mdsearch_ls.logs"]
+    assert [m for m in ("logging", "shutil") if m in modules] == []

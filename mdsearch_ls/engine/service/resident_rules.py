@@ -5,23 +5,23 @@ and the protocol's version. The server's side is :mod:`mdsearch_ls.engine.servic
 Apart from it because the CLI reads these before it knows whether a server answers, and the
 server's module brings threads, a thread pool, ``tempfile`` and the search request types with
 it (about 8 ms of imports in a process that is over in a few tens when the server answers).
-Standard library only; ``tempfile`` and ``hashlib`` (which loads OpenSSL: ~3 ms) are imported
-only for an index folder whose socket path is too long. ``tests/unit/test_resident_client.py``
+Standard library only; ``logging`` is imported only to say why a socket did not answer, and
+``tempfile`` and ``hashlib`` (which loads OpenSSL: ~3 ms) only for an index folder whose socket
+path is too long. ``tests/unit/test_resident_client.py``
 holds both sides to the same answers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-log = logging.getLogger(__name__)
-
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mdsearch_ls.config import Settings
 
 SOCKET_NAME = "search.sock"
@@ -86,13 +86,22 @@ def ask_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: floa
     logged, when nothing answers there (no file, a stale one, no answer in time, not JSON) or
     the socket lies outside ``home`` (a long path's fallback) in a folder not this user's alone.
     The C module ``_socket``: ``socket.py``'s enums and selectors cost a CLI ~3 ms."""
+    answer = send_socket(path, home, request, timeout=timeout, connect_timeout=connect_timeout)
+    return None if answer is None else answer()
+
+
+def send_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: float = 35.0,
+                connect_timeout: float = 2.0) -> Callable[[], dict[str, Any] | None] | None:
+    """:func:`ask_socket` in two steps: the request sent, and a function that reads its answer
+    (to be called once), so the asker does its own work while the server does its; None when
+    nothing took the request."""
     import _socket as socket
     import json
 
     if not path.exists():
         return None
     if path.parent != Path(home) and not private_dir(path.parent, create=False):
-        log.info("not asking %s: its folder is not this user's alone", path)
+        _info("not asking %s: its folder is not this user's alone", path)
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -100,19 +109,36 @@ def ask_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: floa
         sock.connect(str(path))
         sock.settimeout(timeout)
         sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            more = sock.recv(1 << 16)
-            if not more:
-                break
-            data += more
-        answer = json.loads(data)
-    except (OSError, ValueError) as exc:  # gone, stale socket file, cut answer
-        log.info("%s did not answer (%s)", path, exc)
-        return None
-    finally:
+    except OSError as exc:  # gone, stale socket file
         sock.close()
-    return answer if isinstance(answer, dict) else None
+        _info("%s did not answer (%s)", path, exc)
+        return None
+
+    def answer() -> dict[str, Any] | None:
+        try:
+            data = b""
+            while not data.endswith(b"\n"):
+                more = sock.recv(1 << 16)
+                if not more:
+                    break
+                data += more
+            answer = json.loads(data)
+        except (OSError, ValueError) as exc:  # gone, no answer in time, cut answer
+            _info("%s did not answer (%s)", path, exc)
+            return None
+        finally:
+            sock.close()
+        return answer if isinstance(answer, dict) else None
+
+    return answer
+
+
+def _info(message: str, *args: object) -> None:
+    """Logged at INFO, ``logging`` imported only then: a CLI whose search the server answers
+    has nothing to log, and ``logging`` with what it brings is ~5 ms of it."""
+    import logging
+
+    logging.getLogger(__name__).info(message, *args, stacklevel=2)
 
 
 def ask_to_leave(index_dir: Path, timeout: float = 35.0) -> bool:
