@@ -167,15 +167,22 @@ def test_required_phrase_on_fts(fts):
     assert fts.phrase_chunk_ids(phrase_match(["days retention"])) == set()
 
 
-def test_phrase_holders_among_candidates(fts):
-    """Which candidates hold a phrase: read whole when few chunks hold it, asked chunk by chunk
-    when many do; the two ways agree, and a chunk that is not a candidate is never named."""
+def test_phrase_holders_among_candidates(fts, monkeypatch):
+    """Which candidates hold a phrase: read whole when few chunks hold it (or few for so many
+    candidates), asked chunk by chunk when many do; the ways agree, and a chunk that is not a
+    candidate is never named."""
+    from mdsearch_ls.engine.index import keyword_queries
+
     every = {"cfg", "keys", "cert", "days", "together", "apart", "plain", "stem"}
     the = phrase_match(["the"])
     holders = {"cfg", "cert", "together", "apart"}
     assert fts.phrase_holders(the, every) == holders
-    assert fts.phrase_holders(the, every, scan=1) == holders  # more holders than the scan
+    assert fts.phrase_holders(the, every, scan=1) == holders  # more than the scan: counted
     assert fts.phrase_holders(the, {"cfg", "plain"}, scan=1) == {"cfg"}
+    monkeypatch.setattr(keyword_queries, "READ_PER_SEEK", 0)  # too common: chunk by chunk
+    assert fts.phrase_holders(the, every, scan=1) == holders
+    assert fts.phrase_holders(the, {"cfg", "plain"}, scan=1) == {"cfg"}
+    monkeypatch.undo()
     assert fts.phrase_holders(the, {"cfg", "plain"}) == {"cfg"}
     assert fts.phrase_holders(phrase_match(["days retention"]), every) == set()
     assert fts.phrase_holders(the, set()) == set()
