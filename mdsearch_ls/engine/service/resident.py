@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.index.embed_queue import IndexReport
 from mdsearch_ls.engine.index.freshness import TARGETED_MAX
-from mdsearch_ls.engine.index.layout import index_formats
+from mdsearch_ls.engine.index.layout import FORMATS_META, formats_recorded, index_formats
 from mdsearch_ls.engine.index.notewatch import NoteWatch
 from mdsearch_ls.engine.search.preview import snippet_text
 from mdsearch_ls.engine.search.requests import SearchRequest
@@ -193,7 +193,7 @@ class ResidentSearch:
         return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "checked": checked,
                 "results": results,
                 # a CLI not given --include-formats takes these, as it would from the manifest
-                "index_formats": index_formats(folder.root, folder.settings)}
+                "index_formats": _formats(ws, folder)}
 
     def _leave(self) -> dict[str, Any]:
         """A background process closes its folder before it answers, so the asker holds the
@@ -274,6 +274,15 @@ class ResidentSearch:
             self._watch.close()
         sock, self._sock = self._sock, None
         close_listening(sock, self.path)
+
+
+def _formats(ws: Workspace, folder: IndexedFolder) -> tuple[str, ...] | None:
+    """The formats the index records, read on the folder's own connection (a new one cost 2-3
+    ms a request); from the file, as a CLI reads them, if that connection cannot."""
+    try:
+        return formats_recorded(ws.manifest.get_meta(FORMATS_META))
+    except Exception:  # a manifest closing under the request
+        return index_formats(folder.root, folder.settings)
 
 
 def _update(folder: IndexedFolder, changed: list[str]) -> IndexReport:
