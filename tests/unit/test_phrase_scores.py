@@ -344,3 +344,31 @@ def test_a_reader_reads_no_row_lengths(tmp_path, manifest):
     manifest.phrase_scores.common_rows = 1
     _both(manifest, "list files by size", 30)
     assert manifest.phrase_scores._lengths is not None
+
+
+def test_searches_reading_two_states_each_get_their_own(manifest):
+    """Two searches in flight across a write read two snapshots: each gets FTS5's list of its
+    own state, whichever of them the kept scores were last turned to."""
+    import sqlite3
+
+    manifest.keep_phrase_scores()
+    scores = manifest.phrase_scores
+    scores.common_rows = 1
+    query = "list files by size"
+    terms = keyword.or_terms(query, pairs=True)
+    match = " OR ".join(terms)
+    _both(manifest, query, 30)
+    old = sqlite3.connect(manifest.path)
+    try:
+        old.execute("BEGIN")
+        old.execute("SELECT count(*) FROM chunks").fetchone()  # the snapshot is taken here
+        then = old.execute("SELECT rowid, bm25(chunks_fts, 4.0, 1.0) FROM chunks_fts WHERE "
+                           "chunks_fts MATCH ? ORDER BY 2, 1 LIMIT 30", (match,)).fetchall()
+        manifest.apply([make_update("n40.md", ["list list files files by size size"])])
+        _both(manifest, query, 30)  # turned to the new state, kept there
+        got = scores.top(old, terms, 30, (4.0, 1.0))
+        assert got == [(r, -s) for r, s in then]
+        plain, summed = _both(manifest, query, 30)  # and back: the new state's own list
+        assert summed == plain
+    finally:
+        old.close()

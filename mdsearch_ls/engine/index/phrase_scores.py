@@ -195,11 +195,14 @@ class PhraseScores:
         for phrase in phrases:
             key = (phrase, *weights)
             with self._lock:
-                got = self._kept.get(key)
+                # Another search, reading an older or newer snapshot, may have turned the state
+                # since the check above: what is kept is then another state's, not this one's.
+                mine = state == self._state
+                got = self._kept.get(key) if mine else None
                 if got is not None:
                     self._kept.move_to_end(key)
-                old = self._before.get(key) if got is None else None
-                count = self._rows_of.get(phrase)
+                old = self._before.get(key) if got is None and mine else None
+                count = self._rows_of.get(phrase) if mine else None
             if old is not None:
                 got = self._carried(conn, state, key, *old)
             kept.append(got)
