@@ -106,7 +106,8 @@ def server_round(root: Path, env: dict[str, str], query: str,
             if time.perf_counter() > deadline:
                 raise TimeoutError(f"server not idle: {status}")
             threading.Event().wait(0.2)
-        out = {"first_symbols_s": first, "idle_rss_mb": client.rss_mb()}
+        out = {"first_symbols_s": first, "idle_rss_mb": client.rss_mb(),
+               **{f"idle_rss_{kind}_mb": mb for kind, mb in client.rss_parts_mb().items()}}
         if rest_s:
             rested, deadline = out["idle_rss_mb"], time.perf_counter() + rest_s
             while time.perf_counter() < deadline:

@@ -178,6 +178,17 @@ class StdioClient:
                     return int(line.split()[1]) / 1024
         return 0.0
 
+    def rss_parts_mb(self) -> dict[str, float]:
+        """The server's resident memory by kind: ``anon`` (its own heap: what it costs the
+        machine) and ``file`` (mapped files, the index's vector snapshot among them: page cache
+        the kernel can take back)."""
+        parts = {}
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(("RssAnon:", "RssFile:")):
+                    parts[line[3:7].lower()] = int(line.split()[1]) / 1024
+        return parts
+
     def wait_exit(self, timeout: float = 30) -> int:
         try:
             return self.proc.wait(timeout=timeout)
