@@ -118,16 +118,21 @@ def carry(conn: sqlite3.Connection, match: str, weights: tuple[float, float], ol
     rowids, freq, length = old.rowids[live], old.freq[live], old.length[live]
     asked = runs(inserted)
     probe = -1
-    if rowids.size:  # the kept row nearest the writes, asked of FTS5 beside them as a check
+    if rowids.size:  # the kept row nearest the writes, asked of FTS5 with them as a check
         near = asked[0][0] if asked else 0
         probe = int(np.argmin(np.abs(rowids.astype(np.int64) - near)))
-        asked.append((int(rowids[probe]), int(rowids[probe])))
+        at = int(rowids[probe])
+        # In the first run's query (each query counts the phrase's rows again for its idf):
+        # no other row of the phrase lies between the nearest kept row and the run.
+        asked[:1] = [(min(at, asked[0][0]), max(at, asked[0][1])) if asked else (at, at)]
     totals = table_totals(conn)
     if len(asked) > CARRY_RUNS or totals is None:
         return None
-    got: list[tuple[int, float, bytes]] = []
+    found: dict[int, tuple[int, float, bytes]] = {}
     for lo, hi in asked:
-        got += conn.execute(_READ + " AND f.rowid BETWEEN ? AND ?", (*weights, match, lo, hi))
+        found.update((r[0], r) for r in conn.execute(_READ + " AND f.rowid BETWEEN ? AND ?",
+                                                     (*weights, match, lo, hi)))
+    got = list(found.values())
     fresh = set(inserted.tolist())
     new = [r for r in got if r[0] in fresh]
     checks = [r for r in got if r[0] not in fresh]
