@@ -299,13 +299,17 @@ def test_another_writers_write_is_not_carried(tmp_path, manifest):
         reader.close()
 
 
-def test_row_lengths_and_table_totals_are_fts5s(manifest):
+def test_row_lengths_and_table_totals_are_fts5s(manifest, monkeypatch):
     """The docsize records decoded in numpy and the averages record are what FTS5 counts."""
     conn = manifest._conn()
     rows = conn.execute("SELECT id, sz FROM chunks_fts_docsize ORDER BY id").fetchall()
     decoded = bm25_rows.lengths([sz for _, sz in rows])
     assert decoded is not None
     assert decoded.tolist() == [sum(bm25_rows.varints(sz)) for _, sz in rows]
+    monkeypatch.setattr(bm25_rows, "BATCH", 7)  # read a few rows at a time, as at 96k
+    by_rowid = bm25_rows.all_lengths(conn)
+    assert by_rowid is not None
+    assert [int(by_rowid[i]) for i, _ in rows] == decoded.tolist()
     assert bm25_rows.table_totals(conn) == (len(rows), int(decoded.sum()))
     assert bm25_rows.varints(bytes([0x85, 0xEF, 0x17, 0x03])) == [96151, 3]
     assert bm25_rows.lengths([bytes([0x83, 0x01, 0x02]), b"\x05\x7f"]).tolist() == [387, 132]

@@ -34,6 +34,9 @@ a write of many scattered notes drops the phrase instead (read whole)."""
 WIDE = 65535
 """``f`` and ``D`` are kept as 16-bit counts; a phrase with a row past that is not carried."""
 
+BATCH = 8192
+"""Docsize rows decoded at a time."""
+
 _READ = ("SELECT f.rowid, bm25(chunks_fts, ?, ?), d.sz FROM chunks_fts f "
          "JOIN chunks_fts_docsize d ON d.id = f.rowid WHERE chunks_fts MATCH ?")
 
@@ -77,8 +80,12 @@ def all_lengths(conn: sqlite3.Connection) -> np.ndarray | None:
     top = conn.execute("SELECT max(id), count(*) FROM chunks_fts_docsize").fetchone()
     if not top or top[0] is None or top[0] > 4 * top[1] + 1_000_000:
         return None
-    out = np.zeros(int(top[0]) + 1, np.uint16)
-    return _put_lengths(out, conn.execute("SELECT id, sz FROM chunks_fts_docsize").fetchall())
+    out: np.ndarray | None = np.zeros(int(top[0]) + 1, np.uint16)
+    cursor = conn.execute("SELECT id, sz FROM chunks_fts_docsize")
+    while out is not None and (rows := cursor.fetchmany(BATCH)):
+        out = _put_lengths(out, rows)  # a batch at a time: a long-running process's heap
+        # keeps what a whole table of row objects once took (96k rows: ~12 MB)
+    return out
 
 
 def patch_lengths(conn: sqlite3.Connection, lengths_by_rowid: np.ndarray,
