@@ -49,6 +49,7 @@ from link_contexts import (  # noqa: E402
     link_block,
     marked_sentence,
     metrics,
+    resolved_links,
     shown_text,
     window,
     words_of,
@@ -62,7 +63,6 @@ from mdsearch_ls.engine.search import ranking  # noqa: E402
 from mdsearch_ls.engine.search.keyword import STOPWORDS  # noqa: E402
 from mdsearch_ls.engine.search.query import QueryError  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
-from mdsearch_ls.engine.writing.vault_view import VaultView  # noqa: E402
 
 SPAN_FLOOR = 0.25  # the engine's convex_min_span: min-max never stretches a smaller gap
 WEIGHTS = (0.05, 0.1, 0.2, 0.3)
@@ -98,32 +98,17 @@ def anchor_context(note: links_mod.NoteText, index: int, min_words: int = 4,
 def collect(ws: Workspace) -> tuple[list[Anchor], dict[str, int]]:
     """Every resolvable link of the indexed notes as an anchor of its target (duplicates of the
     same source, target, context and shown words once)."""
-    view = VaultView(ws.manifest, ws.manifest.generation)
     out: list[Anchor] = []
     seen: set[tuple[str, str, str, str]] = set()
     counts: dict[str, int] = defaultdict(int)
-    for rel in sorted(ws.manifest.all_paths()):
-        try:
-            text = (ws.root / rel).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+    for rel, note, i, link, dest in resolved_links(ws, counts):
+        ctx, shown = anchor_context(note, i), shown_text(link)
+        if (rel, dest, ctx, shown) in seen:
+            counts["duplicate"] += 1
             continue
-        note = links_mod.scan(text)
-        for i, (link, _, _) in enumerate(note.links):
-            counts["links"] += 1
-            if link.kind == "embed":
-                counts["embed"] += 1
-                continue
-            dest = view.resolver.resolve(link, rel)
-            if dest is None or dest == rel:
-                counts["unresolved" if dest is None else "same_note"] += 1
-                continue
-            ctx, shown = anchor_context(note, i), shown_text(link)
-            if (rel, dest, ctx, shown) in seen:
-                counts["duplicate"] += 1
-                continue
-            seen.add((rel, dest, ctx, shown))
-            section = "" if link.anchor.startswith("^") else link.anchor
-            out.append(Anchor(rel, dest, section, shown, ctx))
+        seen.add((rel, dest, ctx, shown))
+        section = "" if link.anchor.startswith("^") else link.anchor
+        out.append(Anchor(rel, dest, section, shown, ctx))
     counts["kept"] = len(out)
     counts["target_notes"] = len({a.target for a in out})
     return out, dict(counts)

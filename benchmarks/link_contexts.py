@@ -49,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,14 +204,12 @@ def context_of(note: links_mod.NoteText, index: int, min_words: int, max_words: 
     return query if words_of(query) >= min_words else None
 
 
-def derive(ws: Workspace, folds: int, min_words: int = 4, max_words: int = 40
-           ) -> tuple[list[LinkContext], dict[str, int]]:
-    """Every usable link of the indexed notes as a labelled query, and counts of what was left
-    out and why."""
+def resolved_links(ws: Workspace, counts: dict[str, int]
+                   ) -> Iterator[tuple[str, links_mod.NoteText, int, links_mod.Link, str]]:
+    """``(source, its scanned text, the link's index, the link, target)`` for every link of the
+    indexed notes to another indexed note; what is left out is counted in ``counts`` (links,
+    embed, unresolved, same_note)."""
     view = VaultView(ws.manifest, ws.manifest.generation)
-    seen: set[tuple[str, str]] = set()
-    out: list[LinkContext] = []
-    counts: dict[str, int] = defaultdict(int)
     for rel in sorted(ws.manifest.all_paths()):
         try:
             text = (ws.root / rel).read_text(encoding="utf-8", errors="replace")
@@ -223,26 +222,34 @@ def derive(ws: Workspace, folds: int, min_words: int = 4, max_words: int = 40
                 counts["embed"] += 1
                 continue
             dest = view.resolver.resolve(link, rel)
-            if dest is None:
-                counts["unresolved"] += 1
+            if dest is None or dest == rel:
+                counts["unresolved" if dest is None else "same_note"] += 1
                 continue
-            if dest == rel:
-                counts["same_note"] += 1
-                continue
-            fs, ft = fold_of(rel, folds), fold_of(dest, folds)
-            if fs != ft:
-                counts["across_folds"] += 1
-                continue
-            query = context_of(note, i, min_words, max_words)
-            if query is None:
-                counts["too_few_words"] += 1
-                continue
-            if (query, dest) in seen:
-                counts["duplicate"] += 1
-                continue
-            seen.add((query, dest))
-            anchor = "" if link.anchor.startswith("^") else link.anchor
-            out.append(LinkContext(query, rel, dest, anchor, link.line, fs))
+            yield rel, note, i, link, dest
+
+
+def derive(ws: Workspace, folds: int, min_words: int = 4, max_words: int = 40
+           ) -> tuple[list[LinkContext], dict[str, int]]:
+    """Every usable link of the indexed notes as a labelled query, and counts of what was left
+    out and why."""
+    seen: set[tuple[str, str]] = set()
+    out: list[LinkContext] = []
+    counts: dict[str, int] = defaultdict(int)
+    for rel, note, i, link, dest in resolved_links(ws, counts):
+        fs, ft = fold_of(rel, folds), fold_of(dest, folds)
+        if fs != ft:
+            counts["across_folds"] += 1
+            continue
+        query = context_of(note, i, min_words, max_words)
+        if query is None:
+            counts["too_few_words"] += 1
+            continue
+        if (query, dest) in seen:
+            counts["duplicate"] += 1
+            continue
+        seen.add((query, dest))
+        anchor = "" if link.anchor.startswith("^") else link.anchor
+        out.append(LinkContext(query, rel, dest, anchor, link.line, fs))
     counts["kept"] = len(out)
     return out, dict(counts)
 

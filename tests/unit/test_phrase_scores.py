@@ -130,7 +130,8 @@ def test_budget_bounds_what_is_kept(manifest):
 
 def test_a_reader_beside_the_writer_sees_its_writes(tmp_path, manifest):
     """A server reading an index another process writes: the kept scores follow the file's
-    generation, not this process's."""
+    generation, not this process's. It knows nothing of which rows went, so it drops what it
+    kept rather than carry it (and the list is FTS5's)."""
     reader = Manifest(manifest.path, read_only=True)
     try:
         reader.keep_phrase_scores()
@@ -140,6 +141,7 @@ def test_a_reader_beside_the_writer_sees_its_writes(tmp_path, manifest):
         plain, summed = _both(reader, "remove a user from a group", 10)
         assert "late.md#0" in [cid for cid, _ in plain]
         assert summed == plain
+        assert reader.phrase_scores.carries == 0
     finally:
         reader.close()
 
@@ -284,21 +286,6 @@ def test_weights_that_are_not_whole_are_kept_but_not_carried(manifest):
     assert summed == plain and scores.carries == 0
 
 
-def test_another_writers_write_is_not_carried(tmp_path, manifest):
-    """A server reading an index another process writes knows nothing of which rows went: it
-    drops what it kept (and the list is FTS5's)."""
-    reader = Manifest(manifest.path, read_only=True)
-    try:
-        reader.keep_phrase_scores()
-        reader.phrase_scores.common_rows = 1
-        _both(reader, "remove a user from a group", 10)
-        manifest.apply([make_update("late.md", ["remove user group remove user group"])])
-        plain, summed = _both(reader, "remove a user from a group", 10)
-        assert summed == plain and reader.phrase_scores.carries == 0
-    finally:
-        reader.close()
-
-
 def test_row_lengths_and_table_totals_are_fts5s(manifest, monkeypatch):
     """The docsize records decoded in numpy and the averages record are what FTS5 counts."""
     conn = manifest._conn()
@@ -374,5 +361,49 @@ def test_searches_reading_two_states_each_get_their_own(manifest):
         assert got == [(r, -s) for r, s in then]
         plain, summed = _both(manifest, query, 30)  # and back: the new state's own list
         assert summed == plain
+    finally:
+        old.close()
+
+
+def test_a_state_turned_between_a_searchs_check_and_its_lookups_is_not_summed(manifest):
+    """The race itself: a search checks the state (the new one), then another search of the
+    old snapshot turns what is kept to the old state and keeps its rows, then the first looks
+    its phrases up. It must not sum the old state's scores: its list is its own state's."""
+    import sqlite3
+
+    manifest.keep_phrase_scores()
+    scores = manifest.phrase_scores
+    scores.common_rows = 1
+    query = "list files by size"
+    terms = keyword.or_terms(query, pairs=True)
+    old = sqlite3.connect(manifest.path)
+    try:
+        old.execute("BEGIN")
+        old.execute("SELECT count(*) FROM chunks").fetchone()  # the old snapshot
+        manifest.apply([make_update("n40.md", ["list list files files by size size"])])
+        plain, _ = _both(manifest, query, 30)  # kept at the new state
+
+        class Interleaved:
+            """The kept scores' lock, the other search run just before its second taking."""
+
+            def __init__(self, lock):
+                self.lock, self.taken, self.other = lock, 0, True
+
+            def __enter__(self):
+                self.taken += 1
+                if self.taken == 2 and self.other:
+                    self.other = False
+                    scores.top(old, terms, 30, (4.0, 1.0))  # turns to the old state, keeps
+                return self.lock.__enter__()
+
+            def __exit__(self, *exc):
+                return self.lock.__exit__(*exc)
+
+        scores._lock = Interleaved(scores._lock)
+        new = manifest._conn()
+        got = scores.top(new, terms, 30, (4.0, 1.0))
+        assert not scores._lock.other  # the other search did run in between
+        id_of = dict(new.execute("SELECT rowid, id FROM chunks"))
+        assert [(id_of[r], s) for r, s in got] == plain  # ids and scores, exactly
     finally:
         old.close()

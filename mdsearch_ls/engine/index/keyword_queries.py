@@ -119,7 +119,7 @@ class KeywordQueries:
                 (match,)).fetchone()[0] <= READ_PER_SEEK * len(rowid_of):
             rows = conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?",
                                 (match,)).fetchall()
-            return {rowid_of[r[0]] for r in rows if r[0] in rowid_of}
+            scan = len(rows)
         if len(rows) <= scan:
             return {rowid_of[r[0]] for r in rows if r[0] in rowid_of}
         held: set[str] = set()

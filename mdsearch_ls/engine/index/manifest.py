@@ -354,12 +354,12 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
             return
         conn = self._conn()
         kept = self.phrase_scores  # told which FTS rows went and came (carried, not read again)
-        removed: list[int] | None = [] if kept is not None else None
+        removed: list[int] = []
         inserted: list[int] = []
         with self._transaction(conn):
             before = kept.state(conn) if kept is not None else None
             for path in list(deletes) + [u.file.path for u in updates]:
-                self._delete_file(conn, path, removed)
+                self._delete_file(conn, path, removed if kept is not None else None)
             now = time.time()
             for u in updates:
                 f = u.file
@@ -392,7 +392,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
                     inserted.append(int(cur.lastrowid or 0))
             self._bump(conn)
             after = kept.state(conn) if kept is not None else None
-        if kept is not None and removed is not None:
+        if kept is not None:
             kept.wrote(before, after, removed, inserted)
 
     def touch(self, path: str, mtime: float, size: int) -> None:

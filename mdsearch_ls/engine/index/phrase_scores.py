@@ -207,7 +207,7 @@ class PhraseScores:
                 got = self._carried(conn, state, key, *old)
             kept.append(got)
             if got is not None:
-                rows[phrase] = int(got.rowids.size)
+                rows[phrase] = got.size
                 continue
             if count is None:
                 count = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
@@ -235,7 +235,7 @@ class PhraseScores:
         self._kept.clear()
         self._rows_of.clear()
         self._queued.clear()
-        self._held = sum(int(k.rowids.size) for _, k in self._before.values())
+        self._held = sum(k.size for _, k in self._before.values())
 
     def _since(self, then: object, now: object) -> tuple[np.ndarray, np.ndarray] | None:
         """The rowids removed (or replaced) and inserted by this process's writes from state
@@ -245,9 +245,7 @@ class PhraseScores:
         state = now
         for _ in range(len(self._writes) + 1):
             if state == then:
-                cat = (lambda xs: np.unique(np.concatenate(xs)) if xs  # noqa: E731
-                       else np.zeros(0, np.int64))
-                return cat(removed), cat(inserted)
+                return _union(removed), _union(inserted)
             step = self._writes.get(state)
             if step is None:
                 return None
@@ -264,7 +262,7 @@ class PhraseScores:
             since = self._since(then, state) if state == self._state else None
             if self._before.get(key, (None, None))[1] is old:
                 del self._before[key]
-                self._held -= int(old.rowids.size)
+                self._held -= old.size
         new = None if since is None else bm25_rows.carry(conn, key[0], (key[1], key[2]),
                                                          old, *since)
         if new is not None:
@@ -343,9 +341,13 @@ class PhraseScores:
                     old = self._before.pop(next(iter(self._before)))[1]
                 else:
                     old = self._kept.popitem(last=False)[1]
-                self._held -= int(old.rowids.size)
+                self._held -= old.size
             self._kept[key] = scores
             self._held += size
+
+
+def _union(rowids: list[np.ndarray]) -> np.ndarray:
+    return np.unique(np.concatenate(rowids)) if rowids else np.zeros(0, np.int64)
 
 
 def _best(parts: list[tuple[np.ndarray, np.ndarray]], limit: int) -> list[tuple[int, float]]:
