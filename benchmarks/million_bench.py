@@ -45,10 +45,12 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-TLDR = Path("/work/shared/corpora/tldr/pages")
+TLDR = REPO.parent / "shared" / "corpora" / "tldr" / "pages"
 REAL_INDEX = Path("/tmp/scale/cache/indexes")  # a real tldr index, read-only, if present
 DIM = 384
 NOTES_PER_DIR = 1000
+CHROMA_URL_ENV = "MILLION_BENCH_CHROMA_URL"
+"""How the steps learn the ``--chroma-server`` URL (each runs in a process of its own)."""
 
 
 # ---- the stand-in model ------------------------------------------------------------------------
@@ -220,7 +222,8 @@ def _open(root: Path, mode: str, embedder: Any) -> Any:
     from mdsearch_ls.config import Settings
     from mdsearch_ls.engine.api import Workspace
 
-    return Workspace.open(root, Settings(), mode, embedder=embedder)  # type: ignore[arg-type]
+    settings = Settings(chroma_url=os.environ.get(CHROMA_URL_ENV) or None)
+    return Workspace.open(root, settings, mode, embedder=embedder)  # type: ignore[arg-type]
 
 
 def _search(ws: Any, query: str, mode: str) -> int:
@@ -317,6 +320,14 @@ def run_phase(name: str, root: Path, env: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+def _peak_of(pid: int) -> int:
+    """Another process's peak RSS so far (``VmHWM``), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    return -1
+
+
 def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -329,6 +340,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks/results/million.json")
     ap.add_argument("--keep", action="store_true", help="keep the vault and index")
     ap.add_argument("--steps", default="build,reopen,keyword,noop,update")
+    ap.add_argument("--chroma-server", action="store_true",
+                    help="keep the vectors on a `chroma run` server (the chroma_url setting), "
+                         "as the README advises for a vault this size; its own peak RSS is "
+                         "reported apart")
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -348,18 +363,30 @@ def main(argv: list[str] | None = None) -> int:
         made = make_vault(vault, notes, args.sections)
         print(f"vault of {notes:,} notes written in {made:.0f}s", file=sys.stderr)
     result["vault_mb"] = round(du(vault) / 2**20)
+    server = None
+    if args.chroma_server:
+        from tests.chroma_server import ChromaServer
+
+        server = ChromaServer(work / "chroma-server").start()
+        env[CHROMA_URL_ENV] = server.url
+        result["vectors"] = "on a chroma run server (chroma_url)"
     for step in args.steps.split(","):
         result[step] = run_phase(step, vault, env)
+        if server is not None and server.proc is not None:
+            result[step]["chroma_server_peak_rss_mb"] = _peak_of(server.proc.pid)
         if step == "build":
             index = next(cache.glob("indexes/*"))
             sizes = {"total": du(index), "chroma": du(index / "chroma"),
                      "manifest": sum(f.stat().st_size for f in index.glob("*.sqlite3*")),
                      "snapshot": sum(f.stat().st_size for f in index.glob("*.npy"))}
             result["index_mb"] = {k: round(v / 2**20) for k, v in sizes.items()}
+    if server is not None:
+        server.stop()
+        result.setdefault("index_mb", {})["chroma_server"] = round(du(work / "chroma-server") / 2**20)
     result["load_at_end"] = os.getloadavg()[0]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(args.out.read_text()) if args.out.exists() else {}
-    previous[str(args.chunks)] = result
+    previous[f"{args.chunks}{'_chroma_server' if args.chroma_server else ''}"] = result
     args.out.write_text(json.dumps(previous, indent=1) + "\n")
     print(json.dumps(result, indent=1), file=sys.stderr)
     if not args.keep:
