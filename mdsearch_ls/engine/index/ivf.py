@@ -18,6 +18,7 @@ benchmarks/ann_bench.py (benchmarks/README.md).
 from __future__ import annotations
 
 import math
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -34,6 +35,14 @@ BLOCK = 16_384  # rows per assignment step: a block x lists score matrix stays ~
 # recall@10 0.98 both at 100k rows (316 lists) and at 1M (1,000 lists); 80 leaves a margin
 # (ann_bench.py). A fixed count, so a query reads ~80 sqrt(n) rows: 8% of a million.
 PROBES = 80
+
+
+class Rows(Protocol):
+    """Rows read by slice or by row numbers: an array, or a snapshot's file read a block at a
+    time (vector_snapshot.py: a million rows never in the writer's memory at once)."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: Any) -> np.ndarray: ...
 
 
 def list_count(n: int) -> int:
@@ -56,7 +65,7 @@ def _normalised(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _best(x: np.ndarray, centroids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _best(x: Rows, centroids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's nearest centroid (by cosine: every vector is normalised) and its score."""
     labels = np.empty(len(x), dtype=np.int32)
     scores = np.empty(len(x), dtype=np.float32)
@@ -67,7 +76,7 @@ def _best(x: np.ndarray, centroids: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return labels, scores
 
 
-def train(matrix: np.ndarray, nlist: int, seed: int = SEED) -> np.ndarray:
+def train(matrix: Rows, nlist: int, seed: int = SEED) -> np.ndarray:
     """``nlist`` unit centroids from a seeded sample of ``matrix``'s rows (Lloyd's spherical
     k-means on the sample: about 48 rows a list is enough to place a centroid, and keeps a
     million-row build to seconds and tens of MB). An empty list takes the sample row its
@@ -91,7 +100,7 @@ def train(matrix: np.ndarray, nlist: int, seed: int = SEED) -> np.ndarray:
     return centroids
 
 
-def assign(matrix: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+def assign(matrix: Rows, centroids: np.ndarray) -> np.ndarray:
     """Every row's list, read in blocks (a mapped matrix is never copied whole)."""
     return _best(matrix, centroids)[0]
 

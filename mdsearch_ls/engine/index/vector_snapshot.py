@@ -469,8 +469,8 @@ def _grouped(folder: Path, stem: str, files: dict[str, str],
     block of rows: the first files are read a block at a time (:class:`_Rows`)."""
     nlist = ivf.list_count(n)
     matrix = _Rows(folder / files["matrix"], n)
-    centroids = ivf.train(matrix, nlist)  # type: ignore[arg-type]
-    order, offsets = ivf.layout(ivf.assign(matrix, centroids), nlist)  # type: ignore[arg-type]
+    centroids = ivf.train(matrix, nlist)
+    order, offsets = ivf.layout(ivf.assign(matrix, centroids), nlist)
     token = secrets.token_hex(6)
     grouped = {"matrix": f"{stem}.vectors-{token}.npy", "ids": f"{stem}.ids-{token}.npy",
                "rows": f"{stem}.rows-{token}.npy", "centroids": f"{stem}.centroids-{token}.npy"}
