@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python benchmarks/million_bench.py [--chunks 1000000] [--sections 8]
                                                     [--work /tmp/million] [--out FILE] [--keep]
+                                                    [--chroma-server]
 
 Embedding a million real chunks takes hours on this machine, so **the model is the only fake
 part**: a stand-in embedder returns vectors shaped like the real model's (each text's vector is
@@ -22,6 +23,9 @@ and the anonymous / file-backed split sampled from ``/proc/self/status`` every 0
 - ``keyword``: a read-only open and a keyword search;
 - ``noop``: a writer's open, ``index()`` with nothing changed, close;
 - ``update``: a writer's open, one note edited and ``update([it])``, the search after it, close.
+
+With ``--chroma-server`` the vectors go to a real ``chroma run`` on loopback (the
+``chroma_url`` setting), and the server's own peak RSS is reported beside each step's.
 
 Results go to ``benchmarks/results/million.json`` (``--out``) and stderr.
 """
@@ -382,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
             result["index_mb"] = {k: round(v / 2**20) for k, v in sizes.items()}
     if server is not None:
         server.stop()
-        result.setdefault("index_mb", {})["chroma_server"] = round(du(work / "chroma-server") / 2**20)
+        served = round(du(work / "chroma-server") / 2**20)
+        result.setdefault("index_mb", {})["chroma_server"] = served
     result["load_at_end"] = os.getloadavg()[0]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(args.out.read_text()) if args.out.exists() else {}
