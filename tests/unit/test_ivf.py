@@ -343,3 +343,27 @@ def test_writing_a_large_snapshot_keeps_its_rows_out_of_the_writers_memory(
     grew = _peak_growth_mb(tmp_path / "200k", 200_000) - _peak_growth_mb(tmp_path / "100k",
                                                                          100_000)
     assert grew < added_mb // 4, (grew, added_mb)
+
+
+@pytest.mark.usefixtures("lowered")
+@pytest.mark.parametrize("fails", ["first files", "regrouped files"])
+def test_a_full_disk_mid_write_leaves_no_snapshot_and_no_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str) -> None:
+    """A write that fails (a full disk) costs the next reader a slower load, nothing else: no
+    snapshot is named, the files begun are gone, and a snapshot written before stays whole."""
+    rows, _ = _clustered()
+    manifest = _save(tmp_path, rows[:2000], ident="6:t")
+    kept = sorted(p.name for p in tmp_path.iterdir())
+
+    def full(*_args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    if fails == "first files":
+        monkeypatch.setattr(vector_snapshot._Npy, "_flush", full)
+    else:
+        monkeypatch.setattr(vector_snapshot.os, "pwrite", full)
+    assert not vector_snapshot.save(manifest, "7:t", N,
+                                    ((f"c{i}", f"n{i}.md", v) for i, v in enumerate(rows)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == kept
+    assert vector_snapshot.load(manifest, "7:t") is None
+    assert len(_table(manifest, "6:t")._ids) == 2000
