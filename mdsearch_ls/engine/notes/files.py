@@ -17,10 +17,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import Any, Protocol
 
-import pathspec
-
+from mdsearch_ls.engine.notes import ignore_rules
 from mdsearch_ls.engine.notes.decoding import (
     DEFAULT_MAX_FILE_BYTES,
     ReadResult,
@@ -161,15 +160,15 @@ class SourceFilter:
         self.root = Path(os.path.normpath(Path(root).expanduser().absolute()))
         self.formats = tuple(formats)
         self._real_root = _realpath(self.root) or str(self.root)
-        self._include = pathspec.GitIgnoreSpec.from_lines(list(include)) if include else None
-        self._exclude = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *exclude])
-        self._hidden = pathspec.GitIgnoreSpec.from_lines([HIDDEN_DIRS, *exclude])
+        self._include = ignore_rules.spec(include) if include else None
+        self._exclude = ignore_rules.spec([*DEFAULT_EXCLUDES, *exclude])
+        self._hidden = ignore_rules.spec([HIDDEN_DIRS, *exclude])
         self._named_dot_dirs = tuple(
             seg for pattern in include for seg in pattern.strip().lstrip("!").split("/")
             if seg.startswith(".") and seg not in (".", "..")
         )
         self._index_rels = self._index_rels_for(index_dir)
-        self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._gitignores: dict[str, Any] = {}  # pathspec's specs, imported when one is found
         self._dir_cache: dict[str, bool] = {}
         # Without include or exclude patterns of the user's, a markdown file is a note when its
         # folder is and no .gitignore governs it: a folder's answer is reused for each of its
@@ -199,7 +198,7 @@ class SourceFilter:
 
     # -- gitignore -------------------------------------------------------------
 
-    def _gitignore(self, dir_rel: str) -> pathspec.GitIgnoreSpec | None:
+    def _gitignore(self, dir_rel: str) -> Any:
         if dir_rel in self._gitignores:
             return self._gitignores[dir_rel]
         spec = None
@@ -210,7 +209,7 @@ class SourceFilter:
             raw = None
         if raw is not None:
             lines = raw.decode("utf-8", errors="replace").splitlines()
-            spec = pathspec.GitIgnoreSpec.from_lines(lines)
+            spec = ignore_rules.gitignore(lines)
         self._gitignores[dir_rel] = spec
         return spec
 
