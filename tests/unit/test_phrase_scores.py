@@ -47,6 +47,14 @@ QUERIES = [
 ]
 
 
+def _keeping(m: Manifest) -> PhraseScores:
+    """``m`` keeping phrase scores, every phrase of these small vaults counted as common."""
+    m.keep_phrase_scores()
+    assert m.phrase_scores is not None
+    m.phrase_scores.common_rows = 1
+    return m.phrase_scores
+
+
 def _both(m: Manifest, query: str, limit: int, weights=(4.0, 1.0)):
     terms = keyword.or_terms(query, pairs=True)
     match = " OR ".join(terms)
@@ -59,8 +67,7 @@ def _both(m: Manifest, query: str, limit: int, weights=(4.0, 1.0)):
 
 @pytest.mark.parametrize("limit", [1, 5, 60, 1000])
 def test_kept_sums_are_fts5s_list_to_the_last_bit(manifest, limit):
-    manifest.keep_phrase_scores()
-    manifest.phrase_scores.common_rows = 1  # keep every phrase of this small vault
+    _keeping(manifest)
     for _ in range(2):  # read alone, then from what was kept
         for q in QUERIES:
             plain, summed = _both(manifest, q, limit)
@@ -73,9 +80,7 @@ def test_a_cold_search_asks_fts5_and_keeps_its_common_phrases_for_the_next(manif
     """The first search after a start (or a write) finds nothing kept: FTS5 answers it whole,
     and its common phrases are read on a thread of their own; the next search of those words
     reads none of them again."""
-    manifest.keep_phrase_scores()
-    scores = manifest.phrase_scores
-    scores.common_rows = 1
+    scores = _keeping(manifest)
     query = "print disk usage of the current directory sorted by size"
     plain, summed = _both(manifest, query, 20)
     assert summed == plain
@@ -94,8 +99,7 @@ def test_ties_go_by_rowid_across_the_cut(manifest):
 
 
 def test_title_weight_is_part_of_what_is_kept(manifest):
-    manifest.keep_phrase_scores()
-    manifest.phrase_scores.common_rows = 1
+    _keeping(manifest)
     for weights in [(4.0, 1.0), (1.0, 1.0), (4.0, 1.0), (0.0, 1.0)]:
         plain, summed = _both(manifest, "list files by size", 60, weights)
         assert summed == plain, weights
@@ -104,8 +108,7 @@ def test_title_weight_is_part_of_what_is_kept(manifest):
 def test_a_write_rescores_what_was_kept(manifest):
     """Every write moves each phrase's idf and the mean row length: scores kept from before it
     would rank the new section wrongly (or not at all)."""
-    manifest.keep_phrase_scores()
-    manifest.phrase_scores.common_rows = 1
+    _keeping(manifest)
     _both(manifest, "copy the current directory to the backup disk", 10)
     manifest.apply([make_update("new.md", ["copy the current directory to the backup disk, "
                                            "copy the current directory to the backup disk"])])
@@ -134,8 +137,7 @@ def test_a_reader_beside_the_writer_sees_its_writes(tmp_path, manifest):
     kept rather than carry it (and the list is FTS5's)."""
     reader = Manifest(manifest.path, read_only=True)
     try:
-        reader.keep_phrase_scores()
-        reader.phrase_scores.common_rows = 1
+        _keeping(reader)
         _both(reader, "remove a user from a group", 10)
         manifest.apply([make_update("late.md", ["remove user group remove user group"])])
         plain, summed = _both(reader, "remove a user from a group", 10)
@@ -216,9 +218,7 @@ def test_a_servers_own_writes_carry_the_kept_scores_exactly(manifest):
     length from each row's count and length (engine/index/bm25_rows.py), not read again, and
     each is what FTS5 gives now to the last bit, whether the write edited, added, deleted or
     gave a deleted rowid again, and so is every list summed from them."""
-    manifest.keep_phrase_scores()
-    scores = manifest.phrase_scores
-    scores.common_rows = 1
+    scores = _keeping(manifest)
     for q in QUERIES:
         _both(manifest, q, 40)
     assert all(rows.freq is not None for rows in _kept_rows(scores).values())
@@ -241,9 +241,7 @@ def test_a_servers_own_writes_carry_the_kept_scores_exactly(manifest):
 
 
 def test_several_writes_between_two_searches_are_carried_together(manifest):
-    manifest.keep_phrase_scores()
-    scores = manifest.phrase_scores
-    scores.common_rows = 1
+    scores = _keeping(manifest)
     query = "print disk usage of the current directory sorted by size"
     _both(manifest, query, 30)
     reads = scores.reads
@@ -258,9 +256,7 @@ def test_a_check_that_fails_reads_the_phrase_again(manifest, monkeypatch):
     """Each carry asks FTS5 for one unchanged row: if the recomputed double differs (here: the
     mean row length off in its last digits), the phrase is read whole, and the list is still
     FTS5's."""
-    manifest.keep_phrase_scores()
-    scores = manifest.phrase_scores
-    scores.common_rows = 1
+    scores = _keeping(manifest)
     query = "list files by size"
     _both(manifest, query, 30)
     real = bm25_rows.avgdl
@@ -275,9 +271,7 @@ def test_a_check_that_fails_reads_the_phrase_again(manifest, monkeypatch):
 def test_weights_that_are_not_whole_are_kept_but_not_carried(manifest):
     """A count solved from a score is only certain with whole weights: others are read again
     after a write, as before."""
-    manifest.keep_phrase_scores()
-    scores = manifest.phrase_scores
-    scores.common_rows = 1
+    scores = _keeping(manifest)
     weights = (2.5, 1.0)
     _both(manifest, "list files by size", 30, weights)
     assert all(rows.freq is None for rows in _kept_rows(scores).values())
@@ -305,9 +299,7 @@ def test_row_lengths_and_table_totals_are_fts5s(manifest, monkeypatch):
 def test_a_rebuild_is_not_carried(manifest):
     """``clear()`` (a rebuild) rewrites the whole table and records no rows: nothing kept is
     carried through it, and the lists after it are FTS5's."""
-    manifest.keep_phrase_scores()
-    scores = manifest.phrase_scores
-    scores.common_rows = 1
+    scores = _keeping(manifest)
     _both(manifest, "list files by size", 30)
     manifest.clear()
     rng = random.Random(11)
@@ -322,17 +314,14 @@ def test_a_reader_reads_no_row_lengths(tmp_path, manifest):
     carrying needs (a whole table read at each new state)."""
     reader = Manifest(manifest.path, read_only=True)
     try:
-        reader.keep_phrase_scores()
-        scores = reader.phrase_scores
-        scores.common_rows = 1
+        scores = _keeping(reader)
         plain, summed = _both(reader, "list files by size", 30)
         assert summed == plain and scores.held > 0
         assert scores._lengths is None
         assert all(rows.freq is None for rows in _kept_rows(scores).values())
     finally:
         reader.close()
-    manifest.keep_phrase_scores()
-    manifest.phrase_scores.common_rows = 1
+    _keeping(manifest)
     _both(manifest, "list files by size", 30)
     assert manifest.phrase_scores._lengths is not None
 
@@ -342,9 +331,7 @@ def test_searches_reading_two_states_each_get_their_own(manifest):
     own state, whichever of them the kept scores were last turned to."""
     import sqlite3
 
-    manifest.keep_phrase_scores()
-    scores = manifest.phrase_scores
-    scores.common_rows = 1
+    scores = _keeping(manifest)
     query = "list files by size"
     terms = keyword.or_terms(query, pairs=True)
     match = " OR ".join(terms)
@@ -371,9 +358,7 @@ def test_a_state_turned_between_a_searchs_check_and_its_lookups_is_not_summed(ma
     its phrases up. It must not sum the old state's scores: its list is its own state's."""
     import sqlite3
 
-    manifest.keep_phrase_scores()
-    scores = manifest.phrase_scores
-    scores.common_rows = 1
+    scores = _keeping(manifest)
     query = "list files by size"
     terms = keyword.or_terms(query, pairs=True)
     old = sqlite3.connect(manifest.path)
