@@ -5,7 +5,8 @@
 Measures: process start -> ``initialize`` response; ``initialized`` -> ``mdsearch.status`` ready
 (cold: fresh index dir; warm: second start on the same index); ``workspace/symbol`` and hover
 latency p50/p95 while idle; and the same while the first index of a larger vault (N tldr pages)
-runs. Prints and writes JSON (default ``benchmarks/results/server-<vault name>.json``).
+runs, at a person's pace (``PACE_S`` between requests). Prints and writes JSON (default
+``benchmarks/results/server-<vault name>.json``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ TLDR = REPO.parent / "shared" / "corpora" / "tldr" / "pages" / "common"
 QUERIES = ["compress files into an archive", "list running processes", "copy files over ssh",
            "show disk usage", "search text in files", "change file permissions",
            "download a file from a url", "keep a wild yeast starter alive"]
+
+
+PACE_S = 0.1
+"""Between requests while the index runs (see :func:`latencies`)."""
 
 
 def status(client: StdioClient) -> dict[str, Any]:
@@ -75,7 +80,10 @@ def pct(values: list[float]) -> dict[str, float]:
 
 
 def latencies(client: StdioClient, vault: Path, rounds: int,
-                    while_state: str | None = None) -> dict[str, Any]:
+                    while_state: str | None = None, pace: float = 0.0) -> dict[str, Any]:
+    """``pace``: seconds from one request's answer to the next one, a person's pace; while an
+    index runs it makes every code sample the same seconds of it (back to back, a server that
+    answers sooner is measured over a shorter, earlier stretch of the index)."""
     notes = sorted(vault.rglob("*.md"))
     sym: list[float] = []
     hov: list[float] = []
@@ -86,11 +94,13 @@ def latencies(client: StdioClient, vault: Path, rounds: int,
         t = time.perf_counter()
         client.request("workspace/symbol", {"query": q})
         sym.append(time.perf_counter() - t)
+        time.sleep(pace)
         note = notes[i % len(notes)]
         t = time.perf_counter()
         client.request("textDocument/hover", {
             "textDocument": {"uri": note.as_uri()}, "position": {"line": 2, "character": 0}})
         hov.append(time.perf_counter() - t)
+        time.sleep(pace)
     return {"workspace_symbol": pct(sym), "hover": pct(hov)}
 
 
@@ -128,7 +138,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if st["folders"] and st["folders"][0]["chunks"] > 0:
                     break
                 time.sleep(0.1)
-            during = latencies(client, big, args.rounds, while_state="indexing")
+            during = latencies(client, big, args.rounds, while_state="indexing", pace=PACE_S)
             st = status(client)
             during["still_indexing_after"] = st["state"] == "indexing"
             during["first_chunks_after_s"] = round(time.perf_counter() - t0, 2)

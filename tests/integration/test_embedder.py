@@ -94,6 +94,40 @@ def test_a_query_does_not_wait_for_a_long_indexing_job(real_embedder) -> None:
     assert waited < total / 4, (waited, total)
 
 
+def test_a_query_runs_beside_the_batch_in_progress(real_embedder) -> None:
+    """On ONNX Runtime a question does not wait for the document batch being embedded: it is
+    answered while that batch still holds the model (an editor's search during a first index
+    waited up to a whole batch, 250 ms at p95), and its vector is the one it gets alone."""
+    in_batch = threading.Event()
+    answered = threading.Event()
+    original = real_embedder._embed_batch
+    workers: list[threading.Thread] = []
+
+    def holding(payloads):  # type: ignore[no-untyped-def]
+        if threading.current_thread() is workers[0]:
+            in_batch.set()
+            answered.wait(30)  # the batch keeps the model until the question is answered
+        return original(payloads)
+
+    question = f"a question asked in the middle of a batch {time.time()}"
+    real_embedder._embed_batch = holding
+    try:
+        job = threading.Thread(target=real_embedder.embed_documents,
+                               args=(["a note about invoices and ledgers " * 20] * 4,))
+        workers.append(job)
+        job.start()
+        assert in_batch.wait(60)
+        vector = real_embedder.embed_query(question)
+        mid_batch = job.is_alive() and not answered.is_set()
+        answered.set()
+        job.join(60)
+    finally:
+        del real_embedder._embed_batch
+    assert mid_batch, "the question waited for the batch to finish"
+    alone = real_embedder.embed_documents([question])[0]
+    np.testing.assert_allclose(vector, alone, atol=1e-6)
+
+
 _PRIVATE_MEMORY_OF_A_LOAD = """
 import numpy, onnxruntime, tokenizers
 from mdsearch_ls.engine.embedding.onnx_backend import OnnxEmbedder

@@ -20,6 +20,7 @@ Nothing heavy is imported here: numpy only when a method runs, so importing the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import OrderedDict
@@ -105,6 +106,9 @@ class BatchingEmbedder:
     #: most texts in one batch, and most padded tokens (a bound on a batch's activations)
     max_batch = 32
     max_tokens = 4096
+    #: whether a query may run beside a document batch instead of after it (the model is safe
+    #: to call from two threads at once)
+    concurrent_queries = False
 
     @property
     def pad_ratio(self) -> float:
@@ -199,7 +203,7 @@ class BatchingEmbedder:
             self._queries_waiting += 1
         try:
             self._load()
-            with self._lock:
+            with self._lock if not self.concurrent_queries else contextlib.nullcontext():
                 payloads, _ = self._tokenize([text])
                 vector = self._embed_batch(payloads)[0].copy()
         finally:

@@ -135,6 +135,7 @@ class OnnxEmbedder(BatchingEmbedder):
     # the process, 8,192 at ~560 MB, for no more chunks/s (benchmarks/embed_bench.py).
     max_batch = 16
     max_tokens = 2048
+    concurrent_queries = True
 
     def __init__(self, variant: str = "fp32", *, model_dir: Path | None = None,
                  threads: int | None = None, query_cache_size: int = 256) -> None:
