@@ -5,8 +5,8 @@
 Measures: process start -> ``initialize`` response; ``initialized`` -> ``mdsearch.status`` ready
 (cold: fresh index dir; warm: second start on the same index); ``workspace/symbol`` and hover
 latency p50/p95 while idle; and the same while the first index of a larger vault (N tldr pages)
-runs, at a person's pace (``PACE_S`` between requests). Prints and writes JSON (default
-``benchmarks/results/server-<vault name>.json``).
+runs, at a person's pace (``PACE_S`` between requests), and hovers over notes not yet indexed.
+Prints and writes JSON (default ``benchmarks/results/server-<vault name>.json``).
 """
 
 from __future__ import annotations
@@ -104,6 +104,22 @@ def latencies(client: StdioClient, vault: Path, rounds: int,
     return {"workspace_symbol": pct(sym), "hover": pct(hov)}
 
 
+def unindexed_hovers(client: StdioClient, vault: Path, rounds: int) -> dict[str, Any]:
+    """Hovers over the largest notes while the index runs, at ``PACE_S``: small notes are
+    indexed first, so these are not yet, and each hover embeds its section on the fly."""
+    largest = sorted(vault.rglob("*.md"), key=lambda p: -p.stat().st_size)[:rounds]
+    times: list[float] = []
+    for note in largest:
+        if status(client)["state"] != "indexing":
+            break
+        t = time.perf_counter()
+        client.request("textDocument/hover", {
+            "textDocument": {"uri": note.as_uri()}, "position": {"line": 2, "character": 0}})
+        times.append(time.perf_counter() - t)
+        time.sleep(PACE_S)
+    return pct(times)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     vault = Path(args.vault).resolve()
     tmp = Path(tempfile.mkdtemp(prefix="mdsearch-server-bench-"))
@@ -139,6 +155,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     break
                 time.sleep(0.1)
             during = latencies(client, big, args.rounds, while_state="indexing", pace=PACE_S)
+            during["hover_not_yet_indexed"] = unindexed_hovers(client, big, args.rounds)
             st = status(client)
             during["still_indexing_after"] = st["state"] == "indexing"
             during["first_chunks_after_s"] = round(time.perf_counter() - t0, 2)

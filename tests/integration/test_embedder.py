@@ -128,6 +128,38 @@ def test_a_query_runs_beside_the_batch_in_progress(real_embedder) -> None:
     np.testing.assert_allclose(vector, alone, atol=1e-6)
 
 
+def test_sections_a_person_waits_for_run_beside_the_batch(real_embedder) -> None:
+    """The sections of a hover over unsaved edits are embedded like a question: while a held
+    document batch still has the model, with the vectors a document embedding gives them."""
+    in_batch = threading.Event()
+    answered = threading.Event()
+    original = real_embedder._embed_batch
+    workers: list[threading.Thread] = []
+
+    def holding(payloads):  # type: ignore[no-untyped-def]
+        if threading.current_thread() is workers[0]:
+            in_batch.set()
+            answered.wait(30)
+        return original(payloads)
+
+    sections = [f"an edited section about receipts {time.time()}", "and a second, shorter one"]
+    real_embedder._embed_batch = holding
+    try:
+        job = threading.Thread(target=real_embedder.embed_documents,
+                               args=(["a note about invoices and ledgers " * 20] * 4,))
+        workers.append(job)
+        job.start()
+        assert in_batch.wait(60)
+        vectors = real_embedder.embed_waited(sections)
+        mid_batch = job.is_alive() and not answered.is_set()
+        answered.set()
+        job.join(60)
+    finally:
+        del real_embedder._embed_batch
+    assert mid_batch, "the sections waited for the batch to finish"
+    np.testing.assert_allclose(vectors, real_embedder.embed_documents(sections), atol=1e-6)
+
+
 _PRIVATE_MEMORY_OF_A_LOAD = """
 import numpy, onnxruntime, tokenizers
 from mdsearch_ls.engine.embedding.onnx_backend import OnnxEmbedder

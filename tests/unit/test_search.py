@@ -644,6 +644,31 @@ def test_related_finds_other_notes_not_itself(tmp_path, write, make_workspace, f
     assert edited.hits[0].path == "c.md"
 
 
+def test_related_embeds_unsaved_text_as_waited_for(tmp_path, write, make_workspace,
+                                                   fake_embedder):
+    # A hover's edited section is what a person waits for: an embedder that can embed it
+    # beside an index's batch in progress (BatchingEmbedder.embed_waited) is asked that way.
+    root = tmp_path / "notes"
+    write(root, "a.md", "# Alpha\n\nKayak paddles and river rapids.\n")
+    write(root, "c.md", "# Gamma\n\nTax returns and receipts.\n")
+    ws = make_workspace(root, fake_embedder)
+    ws.index()
+    waited: list[str] = []
+
+    def embed_waited(texts):  # type: ignore[no-untyped-def]
+        waited.extend(texts)
+        return fake_embedder.embed_documents(texts)
+
+    fake_embedder.embed_waited = embed_waited
+    fake_embedder.reset_counts()
+    edited = ws.related_to("a.md", 2, text="# Alpha\n\nTax returns and receipts due.\n",
+                           min_score=-1.0)
+    assert edited.hits[0].path == "c.md"
+    assert len(waited) == 1 and "receipts due" in waited[0]
+    assert ws.related_to("a.md", 2).section is not None
+    assert len(waited) == 1  # the saved text's vectors come from the index
+
+
 def test_relative_modified_filter_uses_wall_clock(tmp_path, write, make_workspace,
                                                   fake_embedder):
     root = tmp_path / "notes"

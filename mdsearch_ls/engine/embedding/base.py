@@ -174,19 +174,38 @@ class BatchingEmbedder:
                 self._queries.wait()
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed_texts(texts, waited=False)
+
+    def embed_waited(self, texts: Sequence[str]) -> np.ndarray:
+        """Sections a person is waiting for (the one under an editor's cursor, edited since it
+        was indexed): embedded as a question is, before the next document batch and, where
+        the backend allows it, beside the one in progress. The vectors of
+        :meth:`embed_documents`."""
+        with self._queries:
+            self._queries_waiting += 1
+        try:
+            return self._embed_texts(texts, waited=True)
+        finally:
+            with self._queries:
+                self._queries_waiting -= 1
+                self._queries.notify_all()
+
+    def _embed_texts(self, texts: Sequence[str], *, waited: bool) -> np.ndarray:
         import numpy as np
 
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         self._load()
         texts = list(texts)
-        with self._lock:
+        beside = waited and self.concurrent_queries
+        with self._lock if not beside else contextlib.nullcontext():
             payloads, lengths = self._tokenize(texts)
         out: np.ndarray | None = None
         for batch in plan_batches(lengths, max_batch=self.max_batch, max_tokens=self.max_tokens,
                                   pad_ratio=self.pad_ratio):
-            self._wait_for_queries()
-            with self._lock:
+            if not waited:
+                self._wait_for_queries()
+            with self._lock if not beside else contextlib.nullcontext():
                 vectors = self._embed_batch([payloads[i] for i in batch])
             if out is None:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)

@@ -118,8 +118,9 @@ def related_sections(
         cached = manifest.vectors(hashes)
     missing = [t for t, h in zip(texts, hashes, strict=True) if h not in cached]
     vectors = [cached[h] for h in hashes if h in cached]
-    if missing:
-        vectors.extend(np.asarray(v) for v in embedder.embed_documents(missing))
+    if missing:  # a person waits for these: not behind an index's batch where avoidable
+        embed = getattr(embedder, "embed_waited", embedder.embed_documents)
+        vectors.extend(np.asarray(v) for v in embed(missing))
     centroid = mean_vector(vectors)
     if centroid is None:
         return Related(section, [])
