@@ -20,7 +20,6 @@ Nothing heavy is imported here: numpy only when a method runs, so importing the 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections import OrderedDict
@@ -120,6 +119,9 @@ class BatchingEmbedder:
 
     def __init__(self, *, query_cache_size: int = 256) -> None:
         self._lock = threading.RLock()
+        # (with concurrent_queries: questions take turns among themselves, beside the batch;
+        # all at once, 8-32 clients of one server ran 8-15 % fewer calls a second on 2 cores)
+        self._query_lock = threading.Lock()
         self._model: Any = None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = query_cache_size
@@ -197,15 +199,15 @@ class BatchingEmbedder:
             return np.zeros((0, 0), dtype=np.float32)
         self._load()
         texts = list(texts)
-        beside = waited and self.concurrent_queries
-        with self._lock if not beside else contextlib.nullcontext():
+        lock = self._query_lock if waited and self.concurrent_queries else self._lock
+        with lock:
             payloads, lengths = self._tokenize(texts)
         out: np.ndarray | None = None
         for batch in plan_batches(lengths, max_batch=self.max_batch, max_tokens=self.max_tokens,
                                   pad_ratio=self.pad_ratio):
             if not waited:
                 self._wait_for_queries()
-            with self._lock if not beside else contextlib.nullcontext():
+            with lock:
                 vectors = self._embed_batch([payloads[i] for i in batch])
             if out is None:
                 out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
@@ -224,7 +226,7 @@ class BatchingEmbedder:
             self._queries_waiting += 1
         try:
             self._load()
-            with self._lock if not self.concurrent_queries else contextlib.nullcontext():
+            with self._query_lock if self.concurrent_queries else self._lock:
                 payloads, _ = self._tokenize([text])
                 vector = self._embed_batch(payloads)[0].copy()
         finally:
