@@ -100,7 +100,7 @@ class BatchingEmbedder:
     """Base of the real backends. Thread-safe: one lock serialises document batches (each uses
     every core already), a condition lets waiting queries overtake the next one; a backend
     whose model may run twice at once (``concurrent_queries``) embeds a query beside the batch
-    in progress instead of after it."""
+    in progress instead of after it, queries taking turns among themselves."""
 
     #: the value of the ``embedder_backend`` setting this class implements
     backend = ""
