@@ -95,13 +95,17 @@ def latencies(client: StdioClient, vault: Path, rounds: int,
         client.request("workspace/symbol", {"query": q})
         sym.append(time.perf_counter() - t)
         time.sleep(pace)
-        note = notes[i % len(notes)]
-        t = time.perf_counter()
-        client.request("textDocument/hover", {
-            "textDocument": {"uri": note.as_uri()}, "position": {"line": 2, "character": 0}})
-        hov.append(time.perf_counter() - t)
+        hov.append(hover_time(client, notes[i % len(notes)]))
         time.sleep(pace)
     return {"workspace_symbol": pct(sym), "hover": pct(hov)}
+
+
+def hover_time(client: StdioClient, note: Path) -> float:
+    """Seconds to the answer of a hover on the third line of ``note``."""
+    t = time.perf_counter()
+    client.request("textDocument/hover", {
+        "textDocument": {"uri": note.as_uri()}, "position": {"line": 2, "character": 0}})
+    return time.perf_counter() - t
 
 
 def unindexed_hovers(client: StdioClient, vault: Path, rounds: int) -> dict[str, Any]:
@@ -112,10 +116,7 @@ def unindexed_hovers(client: StdioClient, vault: Path, rounds: int) -> dict[str,
     for note in largest:
         if status(client)["state"] != "indexing":
             break
-        t = time.perf_counter()
-        client.request("textDocument/hover", {
-            "textDocument": {"uri": note.as_uri()}, "position": {"line": 2, "character": 0}})
-        times.append(time.perf_counter() - t)
+        times.append(hover_time(client, note))
         time.sleep(PACE_S)
     return pct(times)
 

@@ -94,35 +94,43 @@ def test_a_query_does_not_wait_for_a_long_indexing_job(real_embedder) -> None:
     assert waited < total / 4, (waited, total)
 
 
-def test_a_query_runs_beside_the_batch_in_progress(real_embedder) -> None:
-    """On ONNX Runtime a question does not wait for the document batch being embedded: it is
-    answered while that batch still holds the model (an editor's search during a first index
-    waited up to a whole batch, 250 ms at p95), and its vector is the one it gets alone."""
+def _asked_while_a_batch_holds_the_model(embedder, ask):  # type: ignore[no-untyped-def]
+    """``ask()``'s answer, given while a document batch on another thread holds the model (it
+    keeps it until the answer is in, or 30 s), and whether that batch was still holding it."""
     in_batch = threading.Event()
     answered = threading.Event()
-    original = real_embedder._embed_batch
+    original = embedder._embed_batch
     workers: list[threading.Thread] = []
 
     def holding(payloads):  # type: ignore[no-untyped-def]
         if threading.current_thread() is workers[0]:
             in_batch.set()
-            answered.wait(30)  # the batch keeps the model until the question is answered
+            answered.wait(30)  # the batch keeps the model until the answer is in
         return original(payloads)
 
-    question = f"a question asked in the middle of a batch {time.time()}"
-    real_embedder._embed_batch = holding
+    embedder._embed_batch = holding
     try:
-        job = threading.Thread(target=real_embedder.embed_documents,
+        job = threading.Thread(target=embedder.embed_documents,
                                args=(["a note about invoices and ledgers " * 20] * 4,))
         workers.append(job)
         job.start()
         assert in_batch.wait(60)
-        vector = real_embedder.embed_query(question)
+        answer = ask()
         mid_batch = job.is_alive() and not answered.is_set()
         answered.set()
         job.join(60)
     finally:
-        del real_embedder._embed_batch
+        del embedder._embed_batch
+    return answer, mid_batch
+
+
+def test_a_query_runs_beside_the_batch_in_progress(real_embedder) -> None:
+    """On ONNX Runtime a question does not wait for the document batch being embedded: it is
+    answered while that batch still holds the model (an editor's search during a first index
+    waited up to a whole batch, 250 ms at p95), and its vector is the one it gets alone."""
+    question = f"a question asked in the middle of a batch {time.time()}"
+    vector, mid_batch = _asked_while_a_batch_holds_the_model(
+        real_embedder, lambda: real_embedder.embed_query(question))
     assert mid_batch, "the question waited for the batch to finish"
     alone = real_embedder.embed_documents([question])[0]
     np.testing.assert_allclose(vector, alone, atol=1e-6)
@@ -131,31 +139,9 @@ def test_a_query_runs_beside_the_batch_in_progress(real_embedder) -> None:
 def test_sections_a_person_waits_for_run_beside_the_batch(real_embedder) -> None:
     """The sections of a hover over unsaved edits are embedded like a question: while a held
     document batch still has the model, with the vectors a document embedding gives them."""
-    in_batch = threading.Event()
-    answered = threading.Event()
-    original = real_embedder._embed_batch
-    workers: list[threading.Thread] = []
-
-    def holding(payloads):  # type: ignore[no-untyped-def]
-        if threading.current_thread() is workers[0]:
-            in_batch.set()
-            answered.wait(30)
-        return original(payloads)
-
     sections = [f"an edited section about receipts {time.time()}", "and a second, shorter one"]
-    real_embedder._embed_batch = holding
-    try:
-        job = threading.Thread(target=real_embedder.embed_documents,
-                               args=(["a note about invoices and ledgers " * 20] * 4,))
-        workers.append(job)
-        job.start()
-        assert in_batch.wait(60)
-        vectors = real_embedder.embed_waited(sections)
-        mid_batch = job.is_alive() and not answered.is_set()
-        answered.set()
-        job.join(60)
-    finally:
-        del real_embedder._embed_batch
+    vectors, mid_batch = _asked_while_a_batch_holds_the_model(
+        real_embedder, lambda: real_embedder.embed_waited(sections))
     assert mid_batch, "the sections waited for the batch to finish"
     np.testing.assert_allclose(vectors, real_embedder.embed_documents(sections), atol=1e-6)
 

@@ -222,17 +222,7 @@ class BatchingEmbedder:
                 self._cache.move_to_end(text)
                 self.cache_hits += 1
                 return hit
-        with self._queries:
-            self._queries_waiting += 1
-        try:
-            self._load()
-            with self._query_lock if self.concurrent_queries else self._lock:
-                payloads, _ = self._tokenize([text])
-                vector = self._embed_batch(payloads)[0].copy()
-        finally:
-            with self._queries:
-                self._queries_waiting -= 1
-                self._queries.notify_all()
+        vector = self.embed_waited([text])[0]
         vector.setflags(write=False)
         with self._cache_lock:
             self._cache[text] = vector
