@@ -20,6 +20,12 @@ from typing import Any, Literal
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError
+from mdsearch_ls.engine.index.place import (  # noqa: F401  (re-exported: the paths' one home)
+    _sha1,
+    cache_root,
+    default_index_dir,
+    find_index_root,
+)
 
 OpenMode = Literal["write", "read", "read-if-locked"]
 """How a front end opens an index: ``write`` (take the writer lock, create, repair: a server, the
@@ -32,51 +38,6 @@ try:  # POSIX advisory locks; Windows falls back to msvcrt below.
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
-
-try:  # the builtin module: hashlib's import loads OpenSSL first (~3 ms), for the same digest
-    from _sha1 import sha1 as _sha1
-except ImportError:  # pragma: no cover  (a Python built without its own hashes)
-    from hashlib import sha1 as _sha1
-
-
-def cache_root() -> Path:
-    """Base folder for indexes: ``$MDSEARCH_CACHE_DIR`` or the platform's user cache dir."""
-    env = os.environ.get("MDSEARCH_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("mdsearch", appauthor=False))
-
-
-def default_index_dir(root: Path) -> Path:
-    """``<cache>/indexes/<folder name>-<hash of its path>``: readable and collision-free."""
-    absolute = root.expanduser().resolve()
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", absolute.name).strip("-") or "root"
-    digest = _sha1(str(absolute).encode()).hexdigest()[:12]
-    return cache_root() / "indexes" / f"{slug[:40]}-{digest}"
-
-
-def find_index_root(start: Path | str, index_dir: Path | str | None = None) -> Path | None:
-    """The notes folder a command run in ``start`` means: ``start`` or its nearest parent that has
-    an index (in the default place), like git finds its repository; None when there is none.
-
-    With ``index_dir`` (an index kept elsewhere), the folder it was built from (its ``ROOT``
-    file), whatever ``start`` is. Reads only: nothing is created.
-    """
-    if index_dir is not None:
-        try:
-            recorded = (Path(index_dir).expanduser() / "ROOT").read_text("utf-8").strip()
-        except OSError:
-            return None
-        root = Path(recorded)
-        return root if recorded and root.is_dir() else None
-    here = Path(start).expanduser().resolve()
-    for folder in (here, *here.parents):
-        candidate = default_index_dir(folder)
-        if candidate.is_dir() and any(candidate.glob("*.sqlite3")):
-            return folder
-    return None
 
 
 def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None = None,
