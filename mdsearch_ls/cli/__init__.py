@@ -24,28 +24,13 @@ the server that holds the index answers counts every millisecond of its own star
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
 
-from mdsearch_ls.cli.common import (
-    EXIT_ERROR,
-    EXIT_LOCKED,
-    EXIT_OK,
-    EXIT_OPEN,
-    EXIT_PIPE,
-    EXIT_SIGINT,
-    EXIT_SIGTERM,
-    EXIT_USAGE,
-    UsageError,
-    _err,
-    log,
-)
-from mdsearch_ls.cli.parser import build_parser
-from mdsearch_ls.config import SettingError
-from mdsearch_ls.logs import configure_later, configure_logging, level_from_flags
+TYPE_CHECKING = False  # not typing's: its import is ~5 ms before a search's question is sent
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = [
     "COMMANDS",
@@ -67,6 +52,14 @@ __all__ = [
 
 def exit_code(exc: BaseException) -> int:
     """The exit code a failure means, by its type (the message is already for a person)."""
+    from mdsearch_ls.cli.common import (
+        EXIT_ERROR,
+        EXIT_LOCKED,
+        EXIT_OPEN,
+        EXIT_USAGE,
+        UsageError,
+    )
+    from mdsearch_ls.config import SettingError
     from mdsearch_ls.engine.api import (
         IndexLockedError,
         IndexOpenError,
@@ -89,8 +82,27 @@ def exit_code(exc: BaseException) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mdsearch``; returns the exit code instead of raising."""
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] != ["search"]:
+        return _main(argv)
+    from mdsearch_ls.cli import early
+
+    code = early.search(argv)  # the server that holds the index may print it all for us
+    if code is not None:
+        return code
+    try:
+        return _main(argv)
+    finally:
+        early.drop()
+
+
+def _main(argv: list[str]) -> int:
+    from mdsearch_ls.cli.common import EXIT_SIGINT, EXIT_USAGE, _err, log
+    from mdsearch_ls.cli.parser import build_parser
+    from mdsearch_ls.config import SettingError
+    from mdsearch_ls.logs import configure_later, configure_logging, level_from_flags
+
+    parser = build_parser()
     if not argv:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -101,6 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         configure_logging(level, prog="mdsearch-mcp" if args.command == "mcp" else "mdsearch")
     from mdsearch_ls.cli.commands import COMMANDS, cmd_mcp
+
+    if args.command in ("serve", "mcp", "background"):
+        _print_searches_for_the_cli()
 
     if args.command == "mcp":  # before any engine import: initialize must not wait on it
         try:
@@ -130,6 +145,8 @@ def _said_to_a_person(exc: Exception) -> bool:
     exit code) rather than a bug (a traceback). The engine's types are imported only when a
     command has failed: importing ``ModelLoadError`` brings the embedding package (and logging,
     threading, its backends' modules) into a search that a server answered."""
+    from mdsearch_ls.cli.common import UsageError
+    from mdsearch_ls.config import SettingError
     from mdsearch_ls.engine.api import MdsearchError, ModelLoadError
 
     return isinstance(exc, UsageError | MdsearchError | ModelLoadError | SettingError | OSError
@@ -140,7 +157,10 @@ def _reader_gone() -> int:
     """``mdsearch search … | head -3``: the reader has what it wanted and left. Quiet, as
     ``grep`` is: no message and no traceback, exit 141 (128 + SIGPIPE), and stdout pointed at
     the null device so the interpreter's final flush cannot fail again."""
+    import contextlib
     import os
+
+    from mdsearch_ls.cli.common import EXIT_PIPE
 
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -149,16 +169,39 @@ def _reader_gone() -> int:
 
 
 def __getattr__(name: str) -> Any:
-    """``COMMANDS`` and ``cmd_mcp``, still importable from here, loaded when first asked for."""
+    """The names of ``__all__`` that live in the modules below, loaded when first asked for:
+    ``mdsearch search`` sends its question (:mod:`.early`) before it imports them."""
     if name in ("COMMANDS", "cmd_mcp"):
         from mdsearch_ls.cli import commands
 
         return getattr(commands, name)
+    if name == "build_parser":
+        from mdsearch_ls.cli.parser import build_parser
+
+        return build_parser
+    if name.startswith("EXIT_") or name == "UsageError":
+        from mdsearch_ls.cli import common
+
+        return getattr(common, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _print_searches_for_the_cli() -> None:
+    """A server started here prints a CLI's search for it with this CLI's printer
+    (``cli/rendering.py``), imported when the first such search comes."""
+    from mdsearch_ls.engine.api import print_searches_with
+
+    def render(spec: dict, answer: dict, root: Any) -> dict | None:
+        from mdsearch_ls.cli.rendering import render
+
+        return render(spec, answer, root)
+
+    print_searches_with(render)
 
 
 def serve_main() -> int:
     """Entry point of ``mdsearch-ls``: the language server, whatever the arguments."""
     from mdsearch_ls.lsp.app import run_stdio
 
+    _print_searches_for_the_cli()
     return run_stdio()

@@ -100,25 +100,28 @@ def _read_queries(path: str) -> Iterator[tuple[str, str | None]]:
                 yield line, None
 
 
-def _index_state_note(args: argparse.Namespace, index: Any) -> None:
+def _index_state_note(index: Any) -> str | None:
+    """What a search's answer must say about an index that is not whole, or None."""
     if index.state == "building":
-        _note(args, f"note: the index is still being built ({index.files_done} of "
-              f"{index.files_total} notes so far): results may be missing")
-    elif index.state == "interrupted":
-        _note(args, f"note: the last index run stopped early ({index.files_done} of "
-              f"{index.files_total} notes); run `mdsearch index` to finish it")
-    elif index.state == "empty":
-        _note(args, "note: the index holds no notes yet")
+        return (f"note: the index is still being built ({index.files_done} of "
+                f"{index.files_total} notes so far): results may be missing")
+    if index.state == "interrupted":
+        return (f"note: the last index run stopped early ({index.files_done} of "
+                f"{index.files_total} notes); run `mdsearch index` to finish it")
+    if index.state == "empty":
+        return "note: the index holds no notes yet"
+    return None
 
 
-def cmd_search(args: argparse.Namespace) -> int:
+def search_queries(args: argparse.Namespace) -> tuple[list[_Query], dict[str, Any]]:
+    """The queries of a search run, each parsed (or why not), and its filter flags: checked
+    before any index is touched, here and where a server prints a search for the CLI."""
     from mdsearch_ls.engine.api import RequestError, SearchRequest
 
     if not args.query and not args.queries and not args.phrase:
         raise UsageError("give a QUERY, --queries FILE or --phrase TEXT "
                          "(`mdsearch search --help` has examples)")
     _check_output_args(args)
-    settings = _settings(args)
     filters = {"path": args.path, "tag": args.tag, "type": args.type,
                "modified": args.modified, "phrase": args.phrase}
     filters = {k: v for k, v in filters.items() if v}
@@ -141,7 +144,12 @@ def cmd_search(args: argparse.Namespace) -> int:
                     raise
                 q.error = str(exc)
         queries.append(q)
+    return queries, filters
 
+
+def cmd_search(args: argparse.Namespace) -> int:
+    queries, filters = search_queries(args)
+    settings = _settings(args)
     if args.server:
         from mdsearch_ls.cli import remote
 
@@ -161,7 +169,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         _confirm_first_index(args, root, settings)
     session = _Session(args, settings)
     mode_open = "read" if args.no_update else "read-if-locked"
-    from mdsearch_ls.engine.api import has_index
+    from mdsearch_ls.engine.api import RequestError, has_index
 
     fresh = first and not has_index(root, settings)
     with session.open(root, mode_open) as ws:

@@ -5,9 +5,9 @@ standard library and ``config`` only), so the others import it without cycles.""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from mdsearch_ls import logs
 from mdsearch_ls.config import Settings, cli_settings, settings_from_flags
@@ -55,8 +55,8 @@ def _settings(args: argparse.Namespace) -> Settings:
     )
 
 
-def _err(message: str) -> None:
-    print(f"mdsearch: error: {message}", file=sys.stderr)
+def _err(message: str, stream: TextIO | None = None) -> None:
+    print(f"mdsearch: error: {message}", file=stream or sys.stderr)
 
 
 def _said(message: str) -> None:
@@ -64,31 +64,23 @@ def _said(message: str) -> None:
     print(f"mdsearch: {message}", file=sys.stderr)
 
 
-def _note(args: argparse.Namespace, message: str) -> None:
+def _note(args: argparse.Namespace, message: str, stream: TextIO | None = None) -> None:
     if not getattr(args, "quiet", False):
-        print(f"mdsearch: {message}", file=sys.stderr)
+        print(f"mdsearch: {message}", file=stream or sys.stderr)
 
 
-def _shown(path: Path) -> str:
-    """A path as a person at this prompt can open it: relative to the current folder when the
-    note is under it (as rg and fd print), else absolute."""
+def _shown(path: Path, cwd: str | None = None) -> str:
+    """A path as a person at this prompt can open it: relative to the current folder (``cwd``,
+    default this process's) when the note is under it (as rg and fd print), else absolute."""
     try:
-        return path.relative_to(Path.cwd()).as_posix()
+        return path.relative_to(Path.cwd() if cwd is None else cwd).as_posix()
     except ValueError:
         return str(path)
 
 
 def _columns(fallback: int) -> int:
-    """The terminal's width as ``shutil.get_terminal_size`` reads it (``$COLUMNS``, else the
-    terminal on stdout, else ``fallback``), without shutil: its import (zlib, bz2, lzma with it)
-    is ~3 ms of a search that the server holding the index answers."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns > 0:
-        return columns
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns or fallback
-    except (AttributeError, ValueError, OSError):  # no stdout, not a terminal
-        return fallback
+    """The terminal's width (:func:`mdsearch_ls.cli.early.columns`: one rule, there because a
+    search sends it to the server before this module is imported)."""
+    from mdsearch_ls.cli.early import columns
+
+    return columns(fallback)

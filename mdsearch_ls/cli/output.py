@@ -35,14 +35,14 @@ class _Style:
         self.enabled = enabled
 
     @classmethod
-    def for_stream(cls, stream: TextIO, choice: str) -> _Style:
+    def for_terminal(cls, term: Terminal, choice: str) -> _Style:
         if choice == "never":
             return cls(False)
         if choice == "always":
             return cls(True)
-        if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        if term.no_color or term.dumb:
             return cls(False)
-        return cls(hasattr(stream, "isatty") and stream.isatty())
+        return cls(term.tty)
 
     def _sgr(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
@@ -75,6 +75,31 @@ class _Style:
         return "".join(out)
 
 
+class Terminal:
+    """Where a search's output goes and what it is shown on: this process's stdout and stderr,
+    current folder and terminal (:meth:`here`), or those of a CLI whose search a server prints
+    for it (``cli/rendering.py``: the server writes into buffers what the CLI then writes)."""
+
+    def __init__(self, out: TextIO, err: TextIO, *, cwd: str | None, columns: int, tty: bool,
+                 no_color: bool, dumb: bool) -> None:
+        self.out, self.err, self.cwd, self.columns = out, err, cwd, columns
+        self.tty, self.no_color, self.dumb = tty, no_color, dumb
+
+    @classmethod
+    def here(cls) -> Terminal:
+        out = sys.stdout
+        return cls(out, sys.stderr, cwd=None, columns=_columns(100),
+                   tty=hasattr(out, "isatty") and out.isatty(),
+                   no_color=bool(os.environ.get("NO_COLOR")),
+                   dumb=os.environ.get("TERM") == "dumb")
+
+    def shown(self, path: Path) -> str:
+        return _shown(path, self.cwd)
+
+    def note(self, args: argparse.Namespace, message: str) -> None:
+        _note(args, message, self.err)
+
+
 def _hit_json(hit: Any, ws: Any, rendered: Any, *, mode: str, explain: bool) -> dict[str, Any]:
     out = hit.to_json(explain=explain)
     out["line"] = hit.start_line + 1
@@ -93,7 +118,7 @@ class QueryFailed(Exception):
 
 def print_queries(args: argparse.Namespace, printer: _Printer, queries: Sequence[Any],
                   search: Callable[[Any], Any],
-                  index_note: Callable[[argparse.Namespace, Any], None] | None = None,
+                  index_note: Callable[[Any], str | None] | None = None,
                   ) -> tuple[int, list[Any]]:
     """Each query's hits, or its error, as the format prints them, whoever searched (this
     process, the server that holds the index, a team's server): ``(exit code, last hits)``."""
@@ -112,9 +137,10 @@ def print_queries(args: argparse.Namespace, printer: _Printer, queries: Sequence
             status = EXIT_USAGE
             continue
         for note in result.notes:
-            _note(args, f"note: {note}")
-        if index_note is not None:
-            index_note(args, result.index)
+            printer.term.note(args, f"note: {note}")
+        said = index_note(result.index) if index_note is not None else None
+        if said:
+            printer.term.note(args, said)
         printer.query(q.text, result, _terms(q.text, q.request, getattr(args, "phrase", None)),
                       batch=bool(args.queries))
         hits = list(result.hits)
@@ -131,14 +157,16 @@ def _score_text(hit: Any, mode: str) -> str:
 class _Printer:
     """Writes hits in the chosen format; one per command run."""
 
-    def __init__(self, args: argparse.Namespace, ws: Any, mode: str) -> None:
+    def __init__(self, args: argparse.Namespace, ws: Any, mode: str,
+                 term: Terminal | None = None) -> None:
         self.args = args
         self.ws = ws
         self.mode = mode
         self.format = args.format or "text"
         self.explain = bool(getattr(args, "explain", False))
-        self.style = _Style.for_stream(sys.stdout, args.color)
-        self.columns = _columns(100)
+        self.term = term or Terminal.here()
+        self.style = _Style.for_terminal(self.term, args.color)
+        self.columns = self.term.columns
         self._seen_paths: set[str] = set()
 
     def rendered(self, hits: Sequence[Any], terms: Sequence[str], limit: int) -> list[Any]:
@@ -169,7 +197,7 @@ class _Printer:
         fmt = self.format
         if fmt == "json":
             rendered = self.rendered(hits, terms, 200)
-            print(json.dumps({
+            self._print(json.dumps({
                 "query": query,
                 "root": str(self.ws.root),
                 "results": [_hit_json(h, self.ws, r, mode=self.mode, explain=self.explain)
@@ -182,31 +210,31 @@ class _Printer:
             for rank, (h, r) in enumerate(zip(hits, rendered, strict=True), start=1):
                 obj = {key: query, "rank": rank,
                        **_hit_json(h, self.ws, r, mode=self.mode, explain=self.explain)}
-                print(json.dumps(obj, ensure_ascii=False))
+                self._print(json.dumps(obj, ensure_ascii=False))
         elif fmt == "vimgrep":
             rendered = self.rendered(hits, terms, 160)
             for h, r in zip(hits, rendered, strict=True):
-                path = self.style.path(_shown(self.ws.root / h.path))
+                path = self.style.path(self.term.shown(self.ws.root / h.path))
                 text = f"{h.breadcrumb}: {self.style.marked(r.text, r.spans)}"
                 line = h.start_line + 1 if h.file_lines else 1
-                print(f"{path}:{self.style.line(str(line))}:1:{text}")
+                self._print(f"{path}:{self.style.line(str(line))}:1:{text}")
         elif fmt == "paths":
             for h in hits:
-                shown = _shown(self.ws.root / h.path)
+                shown = self.term.shown(self.ws.root / h.path)
                 if shown not in self._seen_paths:
                     self._seen_paths.add(shown)
-                    print(self.style.path(shown))
+                    self._print(self.style.path(shown))
         else:
             if batch:
-                print(self.style.dim(f"# {query}"))
+                self._print(self.style.dim(f"# {query}"))
             self.text(query, hits, terms)
-        sys.stdout.flush()
+        self.term.out.flush()
 
     def text(self, query: str, hits: Sequence[Any], terms: Sequence[str]) -> None:
         from mdsearch_ls.engine.api import match_spans, wrap
 
         if not hits:
-            print(f"no results for {query!r}")
+            self._print(f"no results for {query!r}")
             return
         indent = "    "
         width = max(self.columns - len(indent), 20)
@@ -215,29 +243,33 @@ class _Printer:
         for i, (h, r) in enumerate(zip(hits, rendered, strict=True), start=1):
             # path:line first: the form terminals and editors open on a click.
             start, end = h.start_line + 1, h.end_line + 1
-            shown = st.path(_shown(self.ws.root / h.path))
+            shown = st.path(self.term.shown(self.ws.root / h.path))
             if h.file_lines:
-                print(f"{i:2}. {shown}:{st.line(str(start))}  "
+                self._print(f"{i:2}. {shown}:{st.line(str(start))}  "
                       + st.dim(f"(lines {start}-{end}, {_score_text(h, self.mode)})"))
             else:  # a converted document: its page, or its heading path below, says where
                 where = f"page {h.page}, " if h.page is not None else ""
-                print(f"{i:2}. {shown}  " + st.dim(f"({where}{_score_text(h, self.mode)})"))
+                self._print(f"{i:2}. {shown}  "
+                            + st.dim(f"({where}{_score_text(h, self.mode)})"))
             crumb = h.breadcrumb
-            print(f"{indent}{st.marked(crumb, match_spans(crumb, terms), base='1')}")
+            self._print(f"{indent}{st.marked(crumb, match_spans(crumb, terms), base='1')}")
             for line in wrap(r, width, 2):
-                print(f"{indent}{st.marked(line.text, line.spans)}")
+                self._print(f"{indent}{st.marked(line.text, line.spans)}")
             if self.explain:
                 e = h.explain
-                print(st.dim(f"{indent}[semantic #{e.get('semantic_rank')}, keyword "
+                self._print(st.dim(f"{indent}[semantic #{e.get('semantic_rank')}, keyword "
                              f"#{e.get('keyword_rank')}, title match {e.get('title_match')}, "
                              f"{e.get('fusion') or 'fused'} {e.get('fused')}]"))
 
     def error(self, query: str, message: str) -> None:
         if self.format in ("json", "jsonl"):
-            print(json.dumps({"query": query, "error": message}, ensure_ascii=False))
-            sys.stdout.flush()
+            self._print(json.dumps({"query": query, "error": message}, ensure_ascii=False))
+            self.term.out.flush()
         else:
-            _err(f"{query!r}: {message}")
+            _err(f"{query!r}: {message}", self.term.err)
+
+    def _print(self, line: str) -> None:
+        print(line, file=self.term.out)
 
 
 _PHRASE = re.compile(r'"([^"]+)"')

@@ -20,34 +20,48 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mdsearch_ls.cli import early
 from mdsearch_ls.cli.common import EXIT_OK, log
-from mdsearch_ls.cli.output import QueryFailed, _maybe_open, _Printer, print_queries
+from mdsearch_ls.cli.output import QueryFailed, Terminal, _maybe_open, _Printer, print_queries
 from mdsearch_ls.cli.remote import RemoteIndex, RemoteResult, RemoteView, make_hit
 from mdsearch_ls.cli.session import READ, with_remembered_formats
 from mdsearch_ls.config import Settings
-
-CONNECT_S = 2.0
-ANSWER_S = 90.0
-"""The server may bring the index up to date first (as a local search would): wait for that,
-but not for a server that has stopped answering; then search in process."""
 
 
 def ask(index_dir: Path, request: dict[str, Any], want: str = "results",
         meanwhile: Callable[[], None] | None = None) -> dict[str, Any] | None:
     """The server's answer to one request (one holding ``want``), or None (no server, or it
     did not answer or take the request: the CLI then does it in process). ``meanwhile``: work
-    of this process's own, done once the request is sent, while the server answers it."""
-    from mdsearch_ls.engine.api import resident_socket_path, send_socket
+    of this process's own, done once the request is sent, while the server answers it. The
+    question :mod:`.early` sent before the CLI was imported is taken when it is this one."""
+    from mdsearch_ls.engine.api import ranking_settings, resident_socket_path, send_socket
 
-    answered = send_socket(resident_socket_path(index_dir), index_dir, request,
-                           timeout=ANSWER_S, connect_timeout=CONNECT_S)
-    if answered is None:
-        return None
+    path = resident_socket_path(index_dir)
+    answered = early.take(path, request, ranking_settings(Settings()))
+    if answered is not None:
+        answer = _read(answered, meanwhile)
+        if answer is None or not answer.get("refused"):
+            return _taken(answer, want)
+        # a server of a release before the question sent ahead: asked as before
+        log.info("the server did not take the question sent ahead (%s): asking again",
+                 answer["refused"])
+        meanwhile = None
+    answered = send_socket(path, index_dir, request, timeout=early.ANSWER_S,
+                           connect_timeout=early.CONNECT_S)
+    return None if answered is None else _taken(_read(answered, meanwhile), want)
+
+
+def _read(answered: Callable[[], dict[str, Any] | None],
+          meanwhile: Callable[[], None] | None) -> dict[str, Any] | None:
     try:
         if meanwhile is not None:
             meanwhile()
     finally:
         answer = answered()
+    return answer
+
+
+def _taken(answer: dict[str, Any] | None, want: str) -> dict[str, Any] | None:
     if answer is None:
         return None
     if answer.get("refused") or want not in answer:
@@ -83,6 +97,14 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
         return None
     log.info("searched through the mdsearch server (process %s) that holds the index; it "
              "checked %s for changes first", answer.get("pid"), answer.get("checked", "?"))
+    return print_answer(args, settings, root, queries, answer, index_note)
+
+
+def print_answer(args: argparse.Namespace, settings: Settings, root: Path, queries: list[Any],
+                 answer: dict[str, Any], index_note: Any, term: Terminal | None = None) -> int:
+    """Print a server's answer to ``queries`` as an in-process search prints; the exit code.
+    ``term``: another terminal than this process's (a server printing for a CLI)."""
+    asked = [q for q in queries if q.error is None]
     view = RemoteView(root.resolve())
     answers = dict(zip(map(id, asked), answer["results"], strict=True))
 
@@ -93,7 +115,7 @@ def run(args: argparse.Namespace, settings: Settings, root: Path, queries: list[
         return RemoteResult([_hit(view, h) for h in res["hits"]], tuple(res.get("notes") or ()),
                             RemoteIndex(dict(res.get("index") or {})))
 
-    printer = _Printer(args, view, args.mode or settings.mode)
+    printer = _Printer(args, view, args.mode or settings.mode, term)
     status, hits = print_queries(args, printer, queries, search, index_note)
     if status == EXIT_OK and args.open is not None:
         return _maybe_open(args, view, hits)

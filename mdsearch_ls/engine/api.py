@@ -24,7 +24,8 @@ Obsidian bridge) is a small file over these names:
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # not typing's: a plain search asks its server before importing it
 
 # name -> the module that defines it. Loaded on first use (PEP 562): a front end pays only
 # for what it touches, so `mdsearch search` on an up-to-date index never imports the
@@ -72,8 +73,8 @@ _WHERE: dict[str, str] = {
     "Workspace": "mdsearch_ls.engine.workspace",
     "count_notes": "mdsearch_ls.engine.index.layout",
     "create_embedder": "mdsearch_ls.engine.embedding",
-    "default_index_dir": "mdsearch_ls.engine.index.layout",
-    "find_index_root": "mdsearch_ls.engine.index.layout",
+    "default_index_dir": "mdsearch_ls.engine.index.place",
+    "find_index_root": "mdsearch_ls.engine.index.place",
     "has_index": "mdsearch_ls.engine.index.layout",
     "index_dir_of": "mdsearch_ls.engine.index.layout",
     "index_formats": "mdsearch_ls.engine.index.layout",
@@ -100,14 +101,17 @@ _WHERE: dict[str, str] = {
     "ask_socket": "mdsearch_ls.engine.service.resident_rules",
     "send_socket": "mdsearch_ls.engine.service.resident_rules",
     "background_socket_path": "mdsearch_ls.engine.service.resident_rules",
-    "cache_root": "mdsearch_ls.engine.index.layout",
+    "cache_root": "mdsearch_ls.engine.index.place",
     "writer_alive": "mdsearch_ls.engine.index.layout",
     "serve_in_background": "mdsearch_ls.engine.service.background",
+    "print_searches_with": "mdsearch_ls.engine.service.resident_rules",
     "IDLE_S": "mdsearch_ls.engine.service.background",
 }
 
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from mdsearch_ls.engine.embedding import Embedder, ModelLoadError, create_embedder
     from mdsearch_ls.engine.errors import (
         IndexLockedError,
@@ -123,15 +127,13 @@ if TYPE_CHECKING:
         IndexState,
         OpenMode,
         broad_root_reason,
-        cache_root,
         count_notes,
-        default_index_dir,
-        find_index_root,
         has_index,
         index_dir_of,
         index_formats,
         writer_alive,
     )
+    from mdsearch_ls.engine.index.place import cache_root, default_index_dir, find_index_root
     from mdsearch_ls.engine.notes.chunking import Heading, outline
     from mdsearch_ls.engine.notes.decoding import lone_surrogate_field
     from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
@@ -162,6 +164,7 @@ if TYPE_CHECKING:
         ask_socket,
         ask_to_leave,
         background_socket_path,
+        print_searches_with,
         private_dir,
         ranking_settings,
         resident_socket_path,
@@ -272,6 +275,7 @@ __all__ = [
     "notes_under",
     "outline",
     "plain_text",
+    "print_searches_with",
     "private_dir",
     "query_terms",
     "ranking_settings",

@@ -7,6 +7,7 @@ a real index on disk."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -262,3 +263,34 @@ def test_one_process_holds_every_folder_the_command_line_searched(indexed, tmp_p
     assert f"stopped the background process (pid {pid})" in stop.stderr, stop.stderr
     wait_until(lambda: not alive(pid), 60, "the background process exits")
     assert ask(other, {"who": True}) is None
+
+
+def test_the_server_prints_a_plain_search_as_the_cli_prints_it(indexed):
+    """The plain form (a query and output flags) is printed by the background process with the
+    CLI's own printer for the CLI's terminal and folder: the same bytes as a search in process,
+    from a process that imported neither argparse nor the settings."""
+    from tests.unit.test_resident_client import PRINTING_MODULES, _cli_modules
+
+    vault, cache = indexed
+    first = run_cli("search", QUERY, cwd=vault, cache=cache, env=ON)
+    assert STARTED.search(first.stderr), first.stderr
+    wait_until(lambda: ask(vault, {"who": True}), 120, "the background process answers")
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "COLUMNS": "100", **ON}
+    env.pop("NO_COLOR", None)
+    below = vault / "engineering"  # paths are shown relative to the folder a search runs in
+    for cwd, flags in [(vault, []), (vault, ["--format", "json"]), (below, ["--format", "jsonl"]),
+                       (below, ["--format=vimgrep", "-k", "2"]), (vault, ["-l", "-k", "8"]),
+                       (below, ["--color", "always", "-k", "3", "--explain"]),
+                       (vault, ["-q"])]:
+        printed, modules = _cli_modules(cwd, env, "search", QUERY, *flags)
+        alone = run_cli("search", QUERY, *flags, "--no-resident", "--no-update", cwd=cwd,
+                        cache=cache)
+        assert printed.returncode == alone.returncode == 0, (printed.stderr, alone.stderr)
+        assert [m for m in PRINTING_MODULES if m in modules] == [], flags  # printed there
+        assert printed.stdout == alone.stdout, flags
+        assert printed.stdout.strip(), flags
+    # a query the engine refuses is the CLI's to report: the same message and exit code
+    bad = run_cli("search", "modified:>someday", cwd=vault, cache=cache, env=ON)
+    alone = run_cli("search", "modified:>someday", "--no-resident", "--no-update", cwd=vault,
+                    cache=cache)
+    assert bad.returncode == alone.returncode == 2 and bad.stderr == alone.stderr

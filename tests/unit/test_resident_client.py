@@ -70,9 +70,14 @@ class _StandIn:
     index remembers ``remembered`` (absent: a server from before answers named them)."""
 
     def __init__(self, path: Path, mine: list[str], remembered: Any,
-                 index: dict[str, Any] | None = None) -> None:
+                 index: dict[str, Any] | None = None, *, knows_defaults: bool = True,
+                 rendered: dict[str, Any] | None = None) -> None:
+        """``knows_defaults``: takes a request that says ``defaults`` instead of its settings
+        (the CLI's question sent ahead); ``rendered``: what it printed for the CLI."""
         self.asked: list[list[str]] = []
+        self.requests: list[dict[str, Any]] = []
         self.mine, self.remembered, self.index = mine, remembered, index or {}
+        self.knows_defaults, self.rendered = knows_defaults, rendered
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(str(path))
         self.sock.listen(4)
@@ -88,15 +93,20 @@ class _StandIn:
                 data = b""
                 while not data.endswith(b"\n"):
                     data += conn.recv(65536)
-                formats = json.loads(data)["settings"]["include_formats"]
+                request = json.loads(data)
+                self.requests.append(request)
+                defaults = "settings" not in request and request.get("defaults") is True
+                formats = [] if defaults else request["settings"]["include_formats"]
                 self.asked.append(formats)
-                if formats != self.mine:
+                if formats != self.mine or (defaults and not self.knows_defaults):
                     answer: dict[str, Any] = {"v": 1, "refused": "settings differ"}
                 else:
                     answer = {"v": 1, "pid": 1, "checked": "every note",
                               "results": [{"hits": [HIT], "notes": [], "index": self.index}]}
                     if self.remembered is not ABSENT:
                         answer["index_formats"] = self.remembered
+                    if self.rendered is not None and "render" in request:
+                        answer["rendered"] = self.rendered
                 conn.sendall(json.dumps(answer).encode() + b"\n")
 
 
@@ -222,6 +232,144 @@ def test_help_imports_no_command_the_engine_or_logging(tmp_path: Path) -> None:
     assert done.returncode == 0 and done.stdout.startswith("usage: mdsearch")
     assert "mdsearch search" in done.stdout
     assert sorted(m for m in modules if m.startswith("mdsearch_ls.")) == [
-        "mdsearch_ls.cli", "mdsearch_ls.cli.common", "mdsearch_ls.cli.parser",
-        "mdsearch_ls.config", "mdsearch_ls.logs"]
+        "mdsearch_ls.cli", "mdsearch_ls.cli.common", "mdsearch_ls.cli.early",
+        "mdsearch_ls.cli.parser", "mdsearch_ls.config", "mdsearch_ls.logs"]
     assert [m for m in ("logging", "shutil") if m in modules] == []
+
+
+# ---- the question sent before the CLI is imported, and the answer the server printed ----------
+
+def _indexed_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
+    """``(cache, notes folder, socket path)`` of a folder ``find_index_root`` finds indexed."""
+    from mdsearch_ls.engine.index.layout import index_dir_of
+
+    cache = Path(tempfile.mkdtemp(prefix="mds", dir="/tmp"))  # short: the socket's own folder
+    monkeypatch.setenv("MDSEARCH_CACHE_DIR", str(cache))
+    root = tmp_path / "notes"
+    root.mkdir()
+    index_dir = index_dir_of(root, Settings())
+    index_dir.mkdir(parents=True)
+    (index_dir / "index.sqlite3").write_bytes(b"")  # what marks a folder indexed
+    path = resident_rules.resident_socket_path(index_dir)
+    assert path.parent == index_dir
+    return cache, root, path
+
+
+PRINTING_MODULES = ("argparse", "dataclasses", "mdsearch_ls.config", "mdsearch_ls.cli.parser",
+                    "mdsearch_ls.cli.output", "mdsearch_ls.cli.commands", "logging")
+
+
+@pytest.mark.parametrize("code", [0, 2])
+def test_what_the_server_printed_is_written_and_nothing_else_is_imported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int) -> None:
+    cache, root, path = _indexed_folder(tmp_path, monkeypatch)
+    env = {**os.environ, "COLUMNS": "93", "MDSEARCH_BACKGROUND": "off"}
+    env.pop("NO_COLOR", None)
+    printed = {"out": "printed by the server\n", "err": "mdsearch: note: said there\n",
+               "exit": code}
+    server = _StandIn(path, [], [], index={"state": "ready"}, rendered=printed)
+    argv = ["search", "how do we deploy", "--format", "paths", "-k", "3", "--color=never"]
+    try:
+        done, modules = _cli_modules(root, env, *argv)
+    finally:
+        server.sock.close()
+        shutil.rmtree(cache)
+    assert (done.returncode, done.stdout) == (code, "printed by the server\n")
+    assert done.stderr.startswith("mdsearch: note: said there\n")
+    assert [m for m in PRINTING_MODULES if m in modules] == []
+    # one question, sent with the default settings and what the server needs to print it
+    assert len(server.requests) == 1
+    request = server.requests[0]
+    assert request["defaults"] is True and "settings" not in request
+    assert request["queries"] == [{"query": "how do we deploy", "k": 3, "mode": None,
+                                   "filters": None, "min_score": None}]
+    assert request["render"] == {"argv": argv, "cwd": str(root), "columns": 93, "tty": False,
+                                 "no_color": False, "dumb": False}
+
+
+@pytest.mark.parametrize(("knows_defaults", "argv", "asked"), [
+    # a server that cannot print it: the CLI prints the answer to the question it sent ahead
+    (True, ["search", "text"], ["ahead"]),
+    # a server of a release before the question sent ahead: asked again, as before
+    (False, ["search", "text"], ["ahead", "settings"]),
+    # a flag the question sent ahead does not know: the CLI asks, once, as before
+    (True, ["search", "text", "--mode", "keyword"], ["settings"]),
+    (True, ["search", "text", "-v"], ["settings"]),
+])
+def test_the_cli_prints_the_answer_when_the_server_does_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, knows_defaults: bool, argv: list[str],
+        asked: list[str]) -> None:
+    cache, root, path = _indexed_folder(tmp_path, monkeypatch)
+    env = {**os.environ, "COLUMNS": "100", "MDSEARCH_BACKGROUND": "off"}
+    server = _StandIn(path, [], [], index={"state": "ready"}, knows_defaults=knows_defaults)
+    try:
+        done, _ = _cli_modules(root, env, *argv)
+    finally:
+        server.sock.close()
+        shutil.rmtree(cache)
+    assert done.returncode == 0, done.stderr
+    assert "a.md:1" in done.stdout and "text" in done.stdout
+    assert ["ahead" if "defaults" in r else "settings" for r in server.requests] == asked
+    assert all(("render" in r) == ("defaults" in r) for r in server.requests)
+
+
+@pytest.mark.parametrize(("argv", "k"), [
+    (["search", "q"], 5),
+    (["search", "-k", "3", "q"], 3),
+    (["search", "q", "--limit=7", "--json", "-q"], 7),
+    (["search", "q", "-k9", "--format", "vimgrep", "--explain", "--colour", "always"], 9),
+    (["search", "q", "--open", "2"], 5),
+    (["search"], None),  # no query
+    (["search", ""], None),
+    (["search", "q", "r"], None),  # two: argparse's error
+    (["search", "q", "--format", "yaml"], None),  # not a choice: argparse's error
+    (["search", "q", "-k", "many"], None),
+    (["search", "q", "-v"], None),  # logging is the CLI's
+    (["search", "q", "--mode", "keyword"], None),  # settings
+    (["search", "q", "--path", "a/"], None),  # filters
+    (["search", "q", "--root", "."], None),
+    (["search", "q", "--form", "json"], None),  # an abbreviation argparse would take
+    (["search", "--", "-q"], None),
+    (["index"], None),
+])
+def test_only_a_plain_search_is_sent_ahead(argv: list[str], k: int | None) -> None:
+    from mdsearch_ls.cli import early
+
+    request = early._request(argv)
+    if k is None:
+        assert request is None
+        return
+    assert request is not None and request["queries"][0]["k"] == k
+    assert request["queries"][0]["query"] == "q" and request["render"]["argv"] == argv
+
+
+def test_a_question_sent_ahead_is_taken_only_as_the_same_question(tmp_path: Path) -> None:
+    from mdsearch_ls.cli import early
+    from mdsearch_ls.engine.api import ranking_settings
+
+    defaults = ranking_settings(Settings())
+    closed: list[int] = []
+
+    class Sent:
+        def __call__(self) -> dict[str, Any]:
+            return {"results": []}
+
+        def close(self) -> None:
+            closed.append(1)
+
+    ahead = early._request(["search", "q"])
+    assert ahead is not None
+    asked = {k: v for k, v in ahead.items() if k not in ("defaults", "render")}
+    asked["settings"] = defaults
+    path = tmp_path / "search.sock"
+    for other_path, request, taken in [
+            (path, asked, True),
+            (tmp_path / "other.sock", asked, False),  # another folder's index
+            (path, {**asked, "settings": {**defaults, "fusion": "rrf"}}, False),
+            (path, {**asked, "queries": [{**asked["queries"][0], "k": 6}]}, False),
+            (path, {**asked, "update": False}, False)]:
+        early._sent = (path, ahead, Sent())
+        got = early.take(other_path, request, defaults)
+        assert (got is not None) == taken
+        assert early._sent is None  # taken once, or dropped
+    assert len(closed) == 4  # every question not taken was closed unread

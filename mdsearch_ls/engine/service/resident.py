@@ -41,9 +41,11 @@ from mdsearch_ls.engine.search.preview import snippet_text
 from mdsearch_ls.engine.search.requests import SearchRequest
 from mdsearch_ls.engine.service.resident_rules import (
     PROTOCOL_RESIDENT,
+    asked_settings,
     private_dir,
     ranking_settings,
     resident_socket_path,
+    searches_printed_by,
 )
 from mdsearch_ls.engine.states import FolderState
 
@@ -153,8 +155,10 @@ class ResidentSearch:
         if ws is None or ws.read_only or folder.closed:
             return {"v": PROTOCOL_RESIDENT, "refused": "the index is not open for writing here"}
         mine = ranking_settings(folder.settings)
-        differ = sorted(k for k, v in (req.get("settings") or {}).items() if mine.get(k) != v)
-        if differ or set(req.get("settings") or {}) != set(mine):
+        theirs = asked_settings(req)
+        theirs = theirs if isinstance(theirs, dict) else {}
+        differ = sorted(k for k, v in theirs.items() if mine.get(k) != v)
+        if differ or set(theirs) != set(mine):
             return {"v": PROTOCOL_RESIDENT,
                     "refused": f"settings differ: {', '.join(differ) or 'keys'}"}
         if req.get("index"):
@@ -190,10 +194,21 @@ class ResidentSearch:
                 "notes": list(result.notes),
                 "index": result.index.to_json(),
             })
-        return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "checked": checked,
-                "results": results,
-                # a CLI not given --include-formats takes these, as it would from the manifest
-                "index_formats": _formats(ws, folder)}
+        answer = {"v": PROTOCOL_RESIDENT, "pid": os.getpid(), "checked": checked,
+                  "results": results,
+                  # a CLI not given --include-formats takes these, as it would from the manifest
+                  "index_formats": _formats(ws, folder)}
+        spec = req.get("render")
+        renderer = searches_printed_by()
+        if isinstance(spec, dict) and renderer is not None:
+            try:
+                rendered = renderer(spec, answer, folder.root)
+            except Exception:  # the CLI then prints the answer itself, as it always could
+                log.exception("printing a search for the CLI failed")
+                rendered = None
+            if rendered is not None:
+                answer["rendered"] = rendered
+        return answer
 
     def _leave(self) -> dict[str, Any]:
         """A background process closes its folder before it answers, so the asker holds the

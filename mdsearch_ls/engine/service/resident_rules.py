@@ -13,14 +13,14 @@ holds both sides to the same answers.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # not typing's: the CLI sends its question before importing it (cli/early.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from mdsearch_ls.config import Settings
 
@@ -32,6 +32,26 @@ RANKING_FIELDS = ("include", "exclude", "include_formats", "model", "embedder_ba
                   "max_chunks_per_file")
 """Settings that change which notes are searched or how they rank: the CLI's and the server's
 must agree for the server's answer to be the CLI's."""
+
+
+_printer: Callable[[dict[str, Any], dict[str, Any], Path], dict[str, Any] | None] | None = None
+
+
+def print_searches_with(
+        printer: Callable[[dict[str, Any], dict[str, Any], Path], dict[str, Any] | None] | None,
+) -> None:
+    """How this process prints a search for the CLI that asked it (a request with ``render``:
+    the CLI's arguments, folder and terminal; ``cli/rendering.py``), given by the front end that
+    started it, the CLI, whose printer the engine does not import. Without one (a server started
+    some other way), the CLI prints the answer itself. Here, not in the server's module: the
+    MCP server sets it before its ``initialize``, which must not wait on the engine's imports."""
+    global _printer
+    _printer = printer
+
+
+def searches_printed_by() -> Callable[[dict[str, Any], dict[str, Any], Path],
+                                      dict[str, Any] | None] | None:
+    return _printer
 
 
 def resident_socket_path(index_dir: Path) -> Path:
@@ -64,6 +84,8 @@ def private_dir(folder: Path, *, create: bool) -> bool:
     """Whether ``folder`` is a real directory of this user's that nobody else may enter
     (made so when ``create``): a socket in a shared place such as /tmp is trusted only there."""
     if create:
+        import contextlib
+
         with contextlib.suppress(FileExistsError):
             folder.mkdir(mode=0o700)
     try:
@@ -91,10 +113,11 @@ def ask_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: floa
 
 
 def send_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: float = 35.0,
-                connect_timeout: float = 2.0) -> Callable[[], dict[str, Any] | None] | None:
-    """:func:`ask_socket` in two steps: the request sent, and a function that reads its answer
-    (to be called once), so the asker does its own work while the server does its; None when
-    nothing took the request."""
+                connect_timeout: float = 2.0, quiet: bool = False) -> Answer | None:
+    """:func:`ask_socket` in two steps: the request sent, and an :class:`Answer` that reads its
+    answer (called once), so the asker does its own work while the server does its; None when
+    nothing took the request. ``quiet``: say nothing of a socket that did not answer (the CLI's
+    question sent ahead, before logging is set up: the CLI asks again and says it then)."""
     import _socket as socket
     import json
 
@@ -111,10 +134,23 @@ def send_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: flo
         sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
     except OSError as exc:  # gone, stale socket file
         sock.close()
-        _info("%s did not answer (%s)", path, exc)
+        if not quiet:
+            _info("%s did not answer (%s)", path, exc)
         return None
+    return Answer(path, sock)
 
-    def answer() -> dict[str, Any] | None:
+
+class Answer:
+    """A request's answer, still in its socket: read it (a JSON object, or None, logged, when
+    it does not come or is not one) or close it unread."""
+
+    def __init__(self, path: Path, sock: Any) -> None:
+        self.path, self._sock = path, sock
+
+    def __call__(self) -> dict[str, Any] | None:
+        import json
+
+        sock = self._sock
         try:
             data = b""
             while not data.endswith(b"\n"):
@@ -124,13 +160,25 @@ def send_socket(path: Path, home: Path, request: dict[str, Any], *, timeout: flo
                 data += more
             answer = json.loads(data)
         except (OSError, ValueError) as exc:  # gone, no answer in time, cut answer
-            _info("%s did not answer (%s)", path, exc)
+            _info("%s did not answer (%s)", self.path, exc)
             return None
         finally:
             sock.close()
         return answer if isinstance(answer, dict) else None
 
-    return answer
+    def close(self) -> None:
+        self._sock.close()
+
+
+def asked_settings(request: dict[str, Any]) -> Any:
+    """The ranking settings a request was asked with: its ``settings``, or the defaults' when it
+    says ``defaults`` instead (the CLI's question sent before its settings were loaded,
+    ``cli/early.py``)."""
+    if "settings" not in request and request.get("defaults") is True:
+        from mdsearch_ls.config import Settings
+
+        return ranking_settings(Settings())
+    return request.get("settings")
 
 
 def _info(message: str, *args: object) -> None:
