@@ -4,7 +4,8 @@ CLI is imported.
 A search that a server answers used to spend most of its process importing the CLI (argparse,
 the settings' dataclasses, the query parser, the printer: 50-70 ms) before it even asked. For
 the plain form, a query and output flags, this module finds the index the way the CLI does
-(:mod:`mdsearch_ls.engine.index.place`) and sends the request the CLI would send with the
+(``engine/index/place.py``, on strings: no ``pathlib``, ``re`` or ``json`` is imported before
+the question is sent) and sends the request the CLI would send with the
 default settings, with its arguments, folder and terminal. The server searches and prints the
 answer with the CLI's own printer for that terminal (``cli/rendering.py``); this writes what
 comes back and the process ends. A server that cannot print it (one started without the CLI,
@@ -19,7 +20,12 @@ guess that fails is simply not used.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+import sys
+
+TYPE_CHECKING = False  # not typing's: nothing is imported before the question is sent
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CONNECT_S = 2.0
 ANSWER_S = 90.0
@@ -32,10 +38,11 @@ _FLAGS = frozenset({"-q", "--quiet", "--json", "-l", "--files-with-matches", "--
 not one: what it logs is the CLI's to say)."""
 _VALUED = {"--format": ("text", "json", "jsonl", "vimgrep", "paths"),
            "--color": ("auto", "always", "never"), "--colour": ("auto", "always", "never"),
-           "--open": None, "-k": None, "--limit": None}
+           "--mode": ("hybrid", "semantic", "keyword"), "--open": None, "-k": None,
+           "--limit": None}
 """Flags with a value (the choices argparse takes, or None: a number)."""
 
-_sent: tuple[Path, dict, object] | None = None
+_sent: tuple[str, dict, object] | None = None
 
 
 def search(argv: list[str]) -> int | None:
@@ -72,8 +79,6 @@ class _Answered:
 
 def _write(out: str, err: str, code: int) -> int:
     """What the server printed, on this process's streams."""
-    import sys
-
     try:
         sys.stderr.write(err)
         sys.stdout.write(out)
@@ -89,9 +94,6 @@ def columns(fallback: int) -> int:
     """The terminal's width as ``shutil.get_terminal_size`` reads it (``$COLUMNS``, else the
     terminal on stdout, else ``fallback``), without shutil: its import (zlib, bz2, lzma with it)
     is ~3 ms of a search that the server holding the index answers."""
-    import os
-    import sys
-
     try:
         width = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
@@ -113,19 +115,14 @@ def send(argv: list[str]) -> None:
         request = _request(argv)
         if request is None:
             return
-        from mdsearch_ls.engine.api import (
-            default_index_dir,
-            find_index_root,
-            resident_socket_path,
-            send_socket,
-        )
+        from mdsearch_ls.engine.api import index_folder, indexed_folder, send_socket, socket_file
 
-        root = find_index_root(Path.cwd())
+        root = indexed_folder(os.getcwd())
         if root is None:
             return
-        index_dir = default_index_dir(root)
-        path = resident_socket_path(index_dir)  # (send_socket checks its folder)
-        answered = send_socket(path, index_dir, request, timeout=ANSWER_S,
+        index_dir = index_folder(root)
+        path = socket_file(index_dir)  # (send_socket checks a fallback's folder)
+        answered = send_socket(path, index_dir, request, timeout=ANSWER_S,  # type: ignore[arg-type]
                                connect_timeout=CONNECT_S, quiet=True)
     except Exception:  # a guess: whatever went wrong, the CLI asks (or searches) as before
         return
@@ -142,7 +139,7 @@ def take(path: Path, request: dict, defaults: dict) -> object | None:
     if sent is None:
         return None
     sent_path, sent_request, answered = sent
-    same = (sent_path == path and request.get("settings") == defaults
+    same = (sent_path == os.fspath(path) and request.get("settings") == defaults
             and {k: v for k, v in sent_request.items() if k not in ("defaults", "render")}
             == {k: v for k, v in request.items() if k != "settings"})
     if not same:
@@ -167,7 +164,7 @@ def _request(argv: list[str]) -> dict | None:
     if not argv or argv[0] != "search":
         return None
     query: str | None = None
-    k = 5
+    k, mode = 5, None
     words = iter(argv[1:])
     for word in words:
         name, eq, value = word.partition("=")
@@ -193,16 +190,15 @@ def _request(argv: list[str]) -> dict | None:
             return None
         if name in ("-k", "--limit"):
             k = int(value)
+        elif name == "--mode":
+            mode = value
     if not query:
         return None
-    import os
-    import sys
-
     from mdsearch_ls.engine.api import PROTOCOL_RESIDENT
 
     out = sys.stdout
     return {"v": PROTOCOL_RESIDENT, "defaults": True, "update": True,
-            "queries": [{"query": query, "k": k, "mode": None, "filters": None,
+            "queries": [{"query": query, "k": k, "mode": mode, "filters": None,
                          "min_score": None}],
             # what the server needs to print the answer as the CLI would here (cli/rendering.py)
             "render": {"argv": argv, "cwd": os.getcwd(), "columns": columns(100),

@@ -102,6 +102,9 @@ _WHERE: dict[str, str] = {
     "send_socket": "mdsearch_ls.engine.service.resident_rules",
     "background_socket_path": "mdsearch_ls.engine.service.resident_rules",
     "cache_root": "mdsearch_ls.engine.index.place",
+    "index_folder": "mdsearch_ls.engine.index.place",
+    "indexed_folder": "mdsearch_ls.engine.index.place",
+    "socket_file": "mdsearch_ls.engine.service.resident_rules",
     "writer_alive": "mdsearch_ls.engine.index.layout",
     "serve_in_background": "mdsearch_ls.engine.service.background",
     "print_searches_with": "mdsearch_ls.engine.service.resident_rules",
@@ -133,7 +136,13 @@ if TYPE_CHECKING:
         index_formats,
         writer_alive,
     )
-    from mdsearch_ls.engine.index.place import cache_root, default_index_dir, find_index_root
+    from mdsearch_ls.engine.index.place import (
+        cache_root,
+        default_index_dir,
+        find_index_root,
+        index_folder,
+        indexed_folder,
+    )
     from mdsearch_ls.engine.notes.chunking import Heading, outline
     from mdsearch_ls.engine.notes.decoding import lone_surrogate_field
     from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES
@@ -169,6 +178,7 @@ if TYPE_CHECKING:
         ranking_settings,
         resident_socket_path,
         send_socket,
+        socket_file,
     )
     from mdsearch_ls.engine.states import FolderState, IndexPhase, ModelState, Progress
     from mdsearch_ls.engine.workspace import Related, Workspace
@@ -266,7 +276,9 @@ __all__ = [
     "find_index_root",
     "has_index",
     "index_dir_of",
+    "index_folder",
     "index_formats",
+    "indexed_folder",
     "is_document",
     "is_markdown",
     "lone_surrogate_field",
@@ -283,6 +295,7 @@ __all__ = [
     "send_socket",
     "serve_in_background",
     "snippet",
+    "socket_file",
     "window",
     "wrap",
     "writer_alive",

@@ -281,7 +281,7 @@ def test_the_server_prints_a_plain_search_as_the_cli_prints_it(indexed):
     for cwd, flags in [(vault, []), (vault, ["--format", "json"]), (below, ["--format", "jsonl"]),
                        (below, ["--format=vimgrep", "-k", "2"]), (vault, ["-l", "-k", "8"]),
                        (below, ["--color", "always", "-k", "3", "--explain"]),
-                       (vault, ["-q"])]:
+                       (vault, ["-q"]), (vault, ["--mode", "keyword", "-k", "4"])]:
         printed, modules = _cli_modules(cwd, env, "search", QUERY, *flags)
         alone = run_cli("search", QUERY, *flags, "--no-resident", "--no-update", cwd=cwd,
                         cache=cache)

@@ -293,7 +293,7 @@ def test_what_the_server_printed_is_written_and_nothing_else_is_imported(
     # a server of a release before the question sent ahead: asked again, as before
     (False, ["search", "text"], ["ahead", "settings"]),
     # a flag the question sent ahead does not know: the CLI asks, once, as before
-    (True, ["search", "text", "--mode", "keyword"], ["settings"]),
+    (True, ["search", "text", "--fusion", "rrf"], ["settings"]),
     (True, ["search", "text", "-v"], ["settings"]),
 ])
 def test_the_cli_prints_the_answer_when_the_server_does_not(
@@ -319,13 +319,15 @@ def test_the_cli_prints_the_answer_when_the_server_does_not(
     (["search", "q", "--limit=7", "--json", "-q"], 7),
     (["search", "q", "-k9", "--format", "vimgrep", "--explain", "--colour", "always"], 9),
     (["search", "q", "--open", "2"], 5),
+    (["search", "q", "--mode", "keyword"], 5),
+    (["search", "q", "--mode", "exact"], None),
     (["search"], None),  # no query
     (["search", ""], None),
     (["search", "q", "r"], None),  # two: argparse's error
     (["search", "q", "--format", "yaml"], None),  # not a choice: argparse's error
     (["search", "q", "-k", "many"], None),
     (["search", "q", "-v"], None),  # logging is the CLI's
-    (["search", "q", "--mode", "keyword"], None),  # settings
+    (["search", "q", "--fusion", "rrf"], None),  # a ranking setting
     (["search", "q", "--path", "a/"], None),  # filters
     (["search", "q", "--root", "."], None),
     (["search", "q", "--form", "json"], None),  # an abbreviation argparse would take
@@ -340,6 +342,7 @@ def test_only_a_plain_search_is_sent_ahead(argv: list[str], k: int | None) -> No
         assert request is None
         return
     assert request is not None and request["queries"][0]["k"] == k
+    assert request["queries"][0]["mode"] == ("keyword" if "keyword" in argv else None)
     assert request["queries"][0]["query"] == "q" and request["render"]["argv"] == argv
 
 
@@ -368,8 +371,23 @@ def test_a_question_sent_ahead_is_taken_only_as_the_same_question(tmp_path: Path
             (path, {**asked, "settings": {**defaults, "fusion": "rrf"}}, False),
             (path, {**asked, "queries": [{**asked["queries"][0], "k": 6}]}, False),
             (path, {**asked, "update": False}, False)]:
-        early._sent = (path, ahead, Sent())
+        early._sent = (str(path), ahead, Sent())
         got = early.take(other_path, request, defaults)
         assert (got is not None) == taken
         assert early._sent is None  # taken once, or dropped
     assert len(closed) == 4  # every question not taken was closed unread
+
+
+@pytest.mark.parametrize("value", [
+    {"v": 1, "defaults": True, "update": True,
+     "queries": [{"query": "naïve \"quoted\" \\ 日本 \u2028 \x00", "k": 5, "mode": None,
+                  "filters": None, "min_score": None}],
+     "render": {"argv": ["search", "q"], "cwd": "/tmp/ü", "columns": 80, "tty": False}},
+    {"settings": {"include": ["a/**"], "chunk_size": 1000, "per_file": None}},
+    {"min_score": 0.25},  # a float: through json
+])
+def test_a_request_is_the_json_line_json_writes(value: dict[str, Any]) -> None:
+    line = resident_rules.json_line(value)
+    assert line.endswith(b"\n") and json.loads(line) == value
+    if "min_score" not in value:
+        assert line == (json.dumps(value) + "\n").encode()

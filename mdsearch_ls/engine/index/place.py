@@ -1,38 +1,43 @@
 """Which folder holds an index, and which notes folder a command run somewhere means.
 
 Apart from :mod:`.layout` (which re-exports these) because ``mdsearch search`` asks them before
-anything else, to send its question to the server that holds the index while the rest of the CLI
-is still being imported (``mdsearch_ls/cli/early.py``): standard library only, no settings
-(their dataclasses bring ``inspect``: ~10 ms) and no ``platformdirs`` where the rule it applies
-is the plain XDG one (its import brings ``tempfile``, ``shutil`` and ``random``: ~5 ms).
+anything else, to send its question to the server that holds the index before the rest of the
+CLI is imported (``mdsearch_ls/cli/early.py``). So the rules work on strings with ``os.path``
+and nothing else is imported at first: no settings (their dataclasses bring ``inspect``), no
+``pathlib`` and ``re`` (12 ms together here, most of what that process would spend before it
+asks), and no ``platformdirs`` where the rule it applies is the plain XDG one. The ``Path``
+forms the rest of the engine uses are thin wrappers.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from pathlib import Path
 
 try:  # the builtin module: hashlib's import loads OpenSSL first (~3 ms), for the same digest
     from _sha1 import sha1 as _sha1
 except ImportError:  # pragma: no cover  (a Python built without its own hashes)
     from hashlib import sha1 as _sha1
 
+TYPE_CHECKING = False  # not typing's (see above)
+if TYPE_CHECKING:
+    from pathlib import Path
+
 APP = "mdsearch"
+_SLUG = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
-def cache_root() -> Path:
+def cache_folder() -> str:
     """Base folder for indexes: ``$MDSEARCH_CACHE_DIR`` or the platform's user cache dir."""
     env = os.environ.get("MDSEARCH_CACHE_DIR")
     if env:
-        return Path(env).expanduser()
+        return os.path.expanduser(env)
     plain = _xdg_cache_dir()
     if plain is not None:
-        return Path(plain)
+        return plain
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir(APP, appauthor=False))
+    return platformdirs.user_cache_dir(APP, appauthor=False)
 
 
 def _xdg_cache_dir() -> str | None:
@@ -54,21 +59,66 @@ def _xdg_cache_dir() -> str | None:
     return os.path.join(home.rstrip("/") + "/.cache", APP)
 
 
-def default_index_dir(root: Path) -> Path:
+def slug(name: str) -> str:
+    """``name`` with each run of characters other than ``A-Za-z0-9._-`` as one ``-``, trimmed of
+    ``-`` (``re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")``, without ``re``)."""
+    out: list[str] = []
+    replaced = False
+    for ch in name:
+        if ch in _SLUG:
+            out.append(ch)
+            replaced = False
+        elif not replaced:
+            out.append("-")
+            replaced = True
+    return "".join(out).strip("-")
+
+
+def index_folder(root: str) -> str:
     """``<cache>/indexes/<folder name>-<hash of its path>``: readable and collision-free."""
-    absolute = root.expanduser().resolve()
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", absolute.name).strip("-") or "root"
-    digest = _sha1(str(absolute).encode()).hexdigest()[:12]
-    return cache_root() / "indexes" / f"{slug[:40]}-{digest}"
+    absolute = os.path.realpath(os.path.expanduser(root))
+    name = slug(os.path.basename(absolute)) or "root"
+    digest = _sha1(absolute.encode()).hexdigest()[:12]
+    return os.path.join(cache_folder(), "indexes", f"{name[:40]}-{digest}")
+
+
+def indexed_folder(start: str) -> str | None:
+    """``start`` or its nearest parent that has an index in the default place (a folder with
+    a ``*.sqlite3`` manifest), like git finds its repository; None when there is none."""
+    here = os.path.realpath(os.path.expanduser(start))
+    while True:
+        try:
+            if any(name.endswith(".sqlite3") for name in os.listdir(index_folder(here))):
+                return here
+        except OSError:  # no index folder (or not a folder)
+            pass
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+# ---- the same as Paths, for the rest of the engine -----------------------------------------------
+
+
+def cache_root() -> Path:
+    from pathlib import Path
+
+    return Path(cache_folder())
+
+
+def default_index_dir(root: Path) -> Path:
+    from pathlib import Path
+
+    return Path(index_folder(os.fspath(root)))
 
 
 def find_index_root(start: Path | str, index_dir: Path | str | None = None) -> Path | None:
-    """The notes folder a command run in ``start`` means: ``start`` or its nearest parent that has
-    an index (in the default place), like git finds its repository; None when there is none.
+    """The notes folder a command run in ``start`` means (:func:`indexed_folder`). With
+    ``index_dir`` (an index kept elsewhere), the folder it was built from (its ``ROOT`` file),
+    whatever ``start`` is. Reads only: nothing is created."""
+    from pathlib import Path
 
-    With ``index_dir`` (an index kept elsewhere), the folder it was built from (its ``ROOT``
-    file), whatever ``start`` is. Reads only: nothing is created.
-    """
     if index_dir is not None:
         try:
             recorded = (Path(index_dir).expanduser() / "ROOT").read_text("utf-8").strip()
@@ -76,9 +126,5 @@ def find_index_root(start: Path | str, index_dir: Path | str | None = None) -> P
             return None
         root = Path(recorded)
         return root if recorded and root.is_dir() else None
-    here = Path(start).expanduser().resolve()
-    for folder in (here, *here.parents):
-        candidate = default_index_dir(folder)
-        if candidate.is_dir() and any(candidate.glob("*.sqlite3")):
-            return folder
-    return None
+    found = indexed_folder(os.fspath(start))
+    return None if found is None else Path(found)
