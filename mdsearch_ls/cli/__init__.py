@@ -87,7 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
     from mdsearch_ls.cli import early
 
-    code = early.search(argv)  # the server that holds the index may print it all for us
+    try:
+        code = early.search(argv)  # the server that holds the index may print it all for us
+    except KeyboardInterrupt:  # while it searched: nothing of ours to stop
+        from mdsearch_ls.cli.common import EXIT_SIGINT, _err
+
+        _err("interrupted")
+        return EXIT_SIGINT
     if code is not None:
         return code
     try:

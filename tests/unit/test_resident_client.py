@@ -391,3 +391,32 @@ def test_a_request_is_the_json_line_json_writes(value: dict[str, Any]) -> None:
     assert line.endswith(b"\n") and json.loads(line) == value
     if "min_score" not in value:
         assert line == (json.dumps(value) + "\n").encode()
+
+
+def test_ctrl_c_while_the_server_searches_is_the_cli_s_interrupt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    cache, root, path = _indexed_folder(tmp_path, monkeypatch)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    env = {**os.environ, "MDSEARCH_BACKGROUND": "off"}
+    proc = subprocess.Popen([sys.executable, "-m", "mdsearch_ls", "search", "slow question"],
+                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        listener.settimeout(60)
+        conn, _ = listener.accept()  # the question has come: the CLI now waits for its answer
+        data = b""
+        while not data.endswith(b"\n"):
+            data += conn.recv(65536)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        conn.close()
+    finally:
+        listener.close()
+        shutil.rmtree(cache)
+    assert json.loads(data)["defaults"] is True
+    assert proc.returncode == 130, err
+    assert err == "mdsearch: error: interrupted\n" and out == ""
