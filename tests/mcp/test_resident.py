@@ -230,3 +230,23 @@ def _alive(pid: int) -> bool:
         return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
     except OSError:
         return False
+
+
+@pytest.mark.parametrize("args", [(QUERY,), (QUERY, "--format", "json", "-k", "3"),
+                                  ("backup keys", "--mode", "keyword", "--color", "always")])
+def test_the_server_prints_a_plain_search_for_the_cli(
+        served: tuple[McpClient, Path, Path], args: tuple[str, ...]) -> None:
+    """The plain form (a query, output flags): the MCP server prints it with the CLI's printer
+    (cli/rendering.py, handed to the engine when `mdsearch mcp` starts), and the CLI process
+    imports neither argparse nor the settings nor the printer."""
+    _, vault, cache = served
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "COLUMNS": "100"}
+    done = subprocess.run([PYTHON, "-c", MODULES_AFTER, "search", *args], cwd=vault, env=env,
+                          capture_output=True, text=True, timeout=300)
+    line = next(ln for ln in done.stderr.splitlines() if ln.startswith("MODULES "))
+    modules = set(json.loads(line.removeprefix("MODULES ")))
+    alone = cli(vault, cache, *args, "--no-resident")
+    assert done.returncode == alone.returncode == 0, done.stderr
+    assert done.stdout == alone.stdout and done.stdout.strip()
+    assert _loaded(modules, ("argparse", "mdsearch_ls.config", "mdsearch_ls.cli.output",
+                             "dataclasses", *HEAVY, *LIGHT)) == []
