@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = Path("/tmp/scale/cache/indexes")
-QUERIES = Path("/work/shared/eval/nl2bash-tldr.jsonl")
+SOURCE = Path("/tmp/mdsearch-scale/cache/indexes")  # scale_bench.py --work default
+QUERIES = ROOT.parent / "shared" / "eval" / "nl2bash-tldr.jsonl"
 STEM = "bench"
 POOL = 60
 CHUNKS_PER_NOTE = 8
@@ -247,8 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", type=Path, default=Path("/tmp/mdsearch-ann"))
     ap.add_argument("--sizes", default="100000,1000000")
-    ap.add_argument("--vectors-from", type=Path, default=SOURCE / "v8-bb0c7ffe2a98",
-                    help="an index folder whose snapshot's vectors seed the synthetic ones")
+    ap.add_argument("--vectors-from", type=Path, default=None,
+                    help="an index folder whose snapshot's vectors seed the synthetic ones "
+                    "(default: scale_bench.py's v8 index)")
     ap.add_argument("--real-index", type=Path, default=None,
                     help="also measure this index's own vectors (read, never written)")
     ap.add_argument("--queries", type=int, default=365)
@@ -261,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.min_rows is not None:
         os.environ["ANN_BENCH_MIN_ROWS"] = str(args.min_rows)
     seed = work / "real.npy"
-    np.save(seed, _snapshot_rows(args.vectors_from))
+    source = args.vectors_from or next(iter(sorted(SOURCE.glob("v8-*"))), None)
+    if source is None:
+        raise SystemExit(f"no v8 index under {SOURCE}: run benchmarks/scale_bench.py first, or "
+                         "give --vectors-from")
+    np.save(seed, _snapshot_rows(source))
     qfile = _query_vectors(work, args.queries)
     result: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "blas_threads": 1},
                               "queries": len(np.load(qfile)), "pool": POOL,
