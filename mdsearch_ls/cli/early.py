@@ -5,8 +5,8 @@ A search that a server answers used to spend most of its process importing the C
 the settings' dataclasses, the query parser, the printer: 50-70 ms) before it even asked. For
 the plain form, a query and output flags, this module finds the index the way the CLI does
 (``engine/index/place.py``, on strings: no ``pathlib``, ``re`` or ``json`` is imported before
-the question is sent) and sends the request the CLI would send with the
-default settings, with its arguments, folder and terminal. The server searches and prints the
+the question is sent) and sends the request the CLI would send with the default settings, with
+its arguments, folder and terminal. The server searches and prints the
 answer with the CLI's own printer for that terminal (``cli/rendering.py``); this writes what
 comes back and the process ends. A server that cannot print it (one started without the CLI,
 of another release, a flag only the CLI can honour) still answers the question: the CLI then
@@ -14,8 +14,10 @@ runs as before and, when it comes to ask (``cli/resident.py``) the same question
 answer instead of asking again. Any other request (a flag this does not know, other settings,
 another folder) drops this one unread, so what is printed never depends on this guess.
 
-Standard library and those two modules only, and nothing said: logging is not set up yet, and a
-guess that fails is simply not used.
+The standard library's builtins and those rules only (through the engine's seam, whose names
+load lazily), and nothing said: logging is not set up yet, and a guess that fails is simply not
+used. ``tests/unit/test_resident_client.py`` holds both paths to a stand-in server, and
+``tests/integration/test_background.py`` the printed bytes to a search in process.
 """
 
 from __future__ import annotations
