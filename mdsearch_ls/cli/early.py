@@ -108,6 +108,16 @@ def columns(fallback: int) -> int:
         return fallback
 
 
+def terminal() -> dict[str, int | bool]:
+    """What the printer needs of this process's terminal: its width, whether stdout is one, and
+    whether colour is turned off (``NO_COLOR``, ``TERM=dumb``); one rule for this process's own
+    printer (``output.Terminal.here``) and for a server printing for it."""
+    out = sys.stdout
+    return {"columns": columns(100), "tty": hasattr(out, "isatty") and out.isatty(),
+            "no_color": bool(os.environ.get("NO_COLOR")),
+            "dumb": os.environ.get("TERM") == "dumb"}
+
+
 def send(argv: list[str]) -> None:
     """Send ``argv``'s question ahead when it is a plain search of an indexed folder that a
     server's socket is beside; otherwise nothing happens."""
@@ -198,12 +208,8 @@ def _request(argv: list[str]) -> dict | None:
         return None
     from mdsearch_ls.engine.api import PROTOCOL_RESIDENT
 
-    out = sys.stdout
     return {"v": PROTOCOL_RESIDENT, "defaults": True, "update": True,
             "queries": [{"query": query, "k": k, "mode": mode, "filters": None,
                          "min_score": None}],
             # what the server needs to print the answer as the CLI would here (cli/rendering.py)
-            "render": {"argv": argv, "cwd": os.getcwd(), "columns": columns(100),
-                       "tty": hasattr(out, "isatty") and out.isatty(),
-                       "no_color": bool(os.environ.get("NO_COLOR")),
-                       "dumb": os.environ.get("TERM") == "dumb"}}
+            "render": {"argv": argv, "cwd": os.getcwd(), **terminal()}}

@@ -20,7 +20,6 @@ from mdsearch_ls.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
-    _columns,
     _err,
     _note,
     _shown,
@@ -87,11 +86,9 @@ class Terminal:
 
     @classmethod
     def here(cls) -> Terminal:
-        out = sys.stdout
-        return cls(out, sys.stderr, cwd=None, columns=_columns(100),
-                   tty=hasattr(out, "isatty") and out.isatty(),
-                   no_color=bool(os.environ.get("NO_COLOR")),
-                   dumb=os.environ.get("TERM") == "dumb")
+        from mdsearch_ls.cli.early import terminal
+
+        return cls(sys.stdout, sys.stderr, cwd=None, **terminal())  # type: ignore[arg-type]
 
     def shown(self, path: Path) -> str:
         return _shown(path, self.cwd)
@@ -166,7 +163,6 @@ class _Printer:
         self.explain = bool(getattr(args, "explain", False))
         self.term = term or Terminal.here()
         self.style = _Style.for_terminal(self.term, args.color)
-        self.columns = self.term.columns
         self._seen_paths: set[str] = set()
 
     def rendered(self, hits: Sequence[Any], terms: Sequence[str], limit: int) -> list[Any]:
@@ -237,7 +233,7 @@ class _Printer:
             self._print(f"no results for {query!r}")
             return
         indent = "    "
-        width = max(self.columns - len(indent), 20)
+        width = max(self.term.columns - len(indent), 20)
         rendered = self.rendered(hits, terms, width * 2)
         st = self.style
         for i, (h, r) in enumerate(zip(hits, rendered, strict=True), start=1):
@@ -246,7 +242,7 @@ class _Printer:
             shown = st.path(self.term.shown(self.ws.root / h.path))
             if h.file_lines:
                 self._print(f"{i:2}. {shown}:{st.line(str(start))}  "
-                      + st.dim(f"(lines {start}-{end}, {_score_text(h, self.mode)})"))
+                            + st.dim(f"(lines {start}-{end}, {_score_text(h, self.mode)})"))
             else:  # a converted document: its page, or its heading path below, says where
                 where = f"page {h.page}, " if h.page is not None else ""
                 self._print(f"{i:2}. {shown}  "
@@ -258,8 +254,9 @@ class _Printer:
             if self.explain:
                 e = h.explain
                 self._print(st.dim(f"{indent}[semantic #{e.get('semantic_rank')}, keyword "
-                             f"#{e.get('keyword_rank')}, title match {e.get('title_match')}, "
-                             f"{e.get('fusion') or 'fused'} {e.get('fused')}]"))
+                                   f"#{e.get('keyword_rank')}, title match "
+                                   f"{e.get('title_match')}, {e.get('fusion') or 'fused'} "
+                                   f"{e.get('fused')}]"))
 
     def error(self, query: str, message: str) -> None:
         if self.format in ("json", "jsonl"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
+from _json import encode_basestring_ascii  # the C encoder of json's strings, without json
 
 TYPE_CHECKING = False  # not typing's: the CLI sends its question before importing it (cli/early.py)
 if TYPE_CHECKING:
@@ -160,8 +161,6 @@ def json_line(value: Any) -> bytes:
 
 
 def _encoded(value: Any) -> str:
-    from _json import encode_basestring_ascii
-
     if value is None:
         return "null"
     if value is True or value is False:
