@@ -259,10 +259,64 @@ def test_a_large_writer_maps_the_snapshot_of_its_state_else_asks_chroma(
         ws.update(["new2.md"])
         assert ws.searcher._vector_table() is None  # Chroma answers this state
         assert ws.hits("comet ice tail", 1, mode="semantic")[0].path == "new2.md"
+        ws.rest()  # leaves the snapshot of this state: searched from now on, not Chroma's answer
+        assert ws.searcher._vector_table() is not None
+        cached = ws.searcher.cache_hits
+        assert ws.hits("comet ice tail", 1, mode="semantic")[0].path == "new2.md"
+        assert ws.searcher.cache_hits == cached
     with Workspace.open(root, Settings(), "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
                         index_dir=index) as ro:
         assert ro.searcher._vector_table().lists is not None  # the closed writer's new lists
         assert ro.hits("lava eruptions", 1, mode="semantic")[0].path == "new.md"
+
+
+def test_a_writer_with_its_own_vectors_ranks_as_its_readers_before_and_after_it_rests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between ivf.MIN_ROWS and EXACT_MAX_CHUNKS a writer that indexed with no snapshot to map
+    searches its own vectors in memory, exactly, as a reader of the manifest does; when it rests
+    it leaves the lists and maps them, and ranks as the readers that map them do (not by the
+    exact table it held: the lists answer some of these queries differently)."""
+    import mdsearch_ls.engine.search.searcher as searcher_mod
+
+    monkeypatch.setattr(ivf, "MIN_ROWS", 10)
+    monkeypatch.setattr(ivf, "PROBES", 1)
+    assert searcher_mod.EXACT_MAX_CHUNKS > 10
+    root, index = copy_vault(tmp_path / "vault"), tmp_path / "index"
+    queries = ["budget approval", "rotate backup keys", "pager escalation", "travel expenses",
+               "hiring interview", "security incident", "office wifi", "release checklist"]
+    vectors = [FakeEmbedder().embed_query(q) for q in queries]
+
+    def answers(ws: Workspace) -> tuple[list[list[str]], list[list[tuple[str, int]]]]:
+        """The table's 3 nearest rows per query (what the lists change) and the hits."""
+        table = ws.searcher._vector_table()
+        assert table is not None
+        return ([[c for c, _ in table.nearest(v, 3, None, None)] for v in vectors],
+                [[(h.path, h.start_line) for h in ws.hits(q, 5, mode="semantic")]
+                 for q in queries])
+
+    def reader() -> Workspace:
+        return Workspace.open(root, Settings(), "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
+                              index_dir=index)
+
+    ws = _writer(root, index)
+    try:
+        ws.index()
+        own = ws.searcher._vector_table()
+        assert own is not None and own.lists is None and not own.mapped
+        exact = answers(ws)
+        with reader() as ro:
+            assert ro.searcher._vector_table().lists is None
+            assert answers(ro) == exact
+        ws.rest()
+        table = ws.searcher._vector_table()
+        assert table is not None and table.lists is not None and table.mapped
+        probed = answers(ws)
+        assert probed[0] != exact[0]
+        with reader() as ro:
+            assert ro.searcher._vector_table().lists is not None
+            assert answers(ro) == probed
+    finally:
+        ws.close()
 
 
 @pytest.mark.usefixtures("lowered")

@@ -107,9 +107,9 @@ def patch_limit(rows: int) -> int:
     return max(2_000, rows // 50)
 
 
-def leave(manifest: Manifest, table: Any) -> None:
-    """The writer, closing: write the snapshot of the manifest's state unless it is there or
-    the last one and the journal make it (a few changed chunks: readers patch it), from
+def leave(manifest: Manifest, table: Any) -> bool:
+    """The writer, closing: write the snapshot of the manifest's state (True) unless it is
+    there or the last one and the journal make it (a few changed chunks: readers patch it), from
     ``table`` (the searcher's, when it is of this generation: no second read) or the manifest.
     A manifest in trouble is the next writer's to heal: nothing is written then."""
     try:
@@ -119,10 +119,10 @@ def leave(manifest: Manifest, table: Any) -> None:
         head = _head(manifest.path)  # (read once: 2 MB of JSON at 96k chunks)
         if head is not None and _complete(head):
             if head.get("identity") == ident:
-                return
+                return False
             base = _base(manifest, head)
             if base is not None and manifest.journal_since(*base) is not None:
-                return  # a one-note save costs its rows, not a new file of every row
+                return False  # a one-note save costs its rows, not a new file of every row
         seq = manifest.journal_position()
         if table is not None and table.generation == gen and hasattr(table, "matrix"):
             rows: Iterable[tuple[str, str, Any]] = (
@@ -132,8 +132,10 @@ def leave(manifest: Manifest, table: Any) -> None:
         if save(manifest.path, ident, chunks, rows,
                 base={"lineage": manifest.get_meta("lineage"), "journal": seq}):
             manifest.prune_journal(seq)
+            return True
     except (sqlite3.Error, KeyError, TypeError, ValueError) as exc:
         log.info("no vector snapshot written: %s", exc)
+    return False
 
 
 def _head(manifest_path: Path) -> dict[str, Any] | None:

@@ -34,12 +34,11 @@ if TYPE_CHECKING:
     from mdsearch_ls.engine.index.vector_store import ChromaStore
     from mdsearch_ls.engine.search.vectors import PatchedTable, VectorTable
 
-# Semantic search is exact (a matrix product over the vectors, in memory or mapped, per index
-# generation) below this many chunks: a few ms at 10k chunks, never missing a narrow filter's
-# best sections, the same answer in every process (the CLI beside an editor's server, the server,
-# the MCP server). From it (150 MB of vectors) every process maps the writer's snapshot and its
-# IVF lists (engine/index/ivf.py); a writer whose index changed since it left one asks Chroma
-# (a where-clause below BROAD_FILTER_SHARE of notes passing, an over-fetch above it).
+# Every process (the CLI, an editor's server, the MCP server) searches the writer's snapshot of
+# its state, or the last one patched: exact below ivf.MIN_ROWS rows, through its IVF lists from
+# there. Without one (none left yet, or too far behind to patch) readers rank exactly from the
+# manifest's vectors, and so does the writer below this many chunks (150 MB in its memory); from
+# it the writer asks Chroma (a where-clause below BROAD_FILTER_SHARE of notes, else over-fetch).
 EXACT_MAX_CHUNKS = 100_000
 BROAD_FILTER_SHARE = 0.5
 
@@ -388,9 +387,11 @@ class Searcher:
         """Leave this generation's vectors for readers to map (``remap``: map them here too)."""
         from mdsearch_ls.engine.index import vector_snapshot
 
-        vector_snapshot.leave(self.manifest, self._table)
-        if remap and self._table is not None and not self._table.mapped:
+        wrote = vector_snapshot.leave(self.manifest, self._table)
+        if remap and (wrote or self._table is None or not self._table.mapped):
             self._table = None  # its own memory given back: the next search maps the files
+            with self._lock:  # and ranks as readers do (from ivf.MIN_ROWS: by their lists)
+                self._cache.clear()
 
     def _fill_cosines(self, cands: Iterable[Candidate], qvec: np.ndarray) -> None:
         import numpy as np
