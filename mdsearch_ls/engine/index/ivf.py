@@ -22,11 +22,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-# From this many rows the snapshot has lists: exact search over 100k rows already cost 8-22 ms
-# a query here (the 30 ms budget for a whole hybrid search), the lists 4 ms at recall@10
-# 0.99 (ann_bench.py). It is also where the writer stops holding its vectors in memory
-# (searcher.EXACT_MAX_CHUNKS). Tests lower it.
-MIN_ROWS = 100_000
+# From this many rows the snapshot has lists. Not for speed alone (exact over 50k rows costs
+# 7 ms, the lists 3): an exact product reads every row, so a one-shot CLI search of 96k chunks
+# held all 147 MB of the mapped vectors in its RSS (293 MB at its peak), against 188 MB when it
+# reads its lists, at recall@10 0.99 on real queries at 50k, 75k and the real 96k (ann_bench.py,
+# results/ann-threshold-50k.json). Every process follows the file: a snapshot left without
+# lists by a version with a higher threshold is searched exactly until the next writer closes
+# and writes it again. Tests lower it.
+MIN_ROWS = 50_000
 SEED = 20  # the number: any fixed seed makes every build of the same rows alike
 ITERATIONS = 12
 SAMPLE_PER_LIST = 48
