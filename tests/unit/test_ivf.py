@@ -319,6 +319,46 @@ def test_a_writer_with_its_own_vectors_ranks_as_its_readers_before_and_after_it_
         ws.close()
 
 
+def test_a_reader_that_read_every_vector_maps_the_snapshot_its_writer_leaves_later(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that searched before the writer's first snapshot read every vector into memory
+    and ranked exactly; once the writer leaves the snapshot of that same state, the reader maps
+    it at its next search and ranks by the lists, as every process does, without waiting for a
+    write (answers it kept of its own copy forgotten)."""
+    monkeypatch.setattr(ivf, "MIN_ROWS", 10)
+    monkeypatch.setattr(ivf, "PROBES", 1)
+    root, index = copy_vault(tmp_path / "vault"), tmp_path / "index"
+    queries = ["budget approval", "rotate backup keys", "pager escalation", "travel expenses",
+               "hiring interview", "security incident", "office wifi", "release checklist"]
+    vectors = [FakeEmbedder().embed_query(q) for q in queries]
+
+    def answers(ws: Workspace) -> tuple[list[list[str]], list[list[tuple[str, int]]]]:
+        table = ws.searcher._vector_table()
+        assert table is not None
+        return ([[c for c, _ in table.nearest(v, 3, None, None)] for v in vectors],
+                [[(h.path, h.start_line) for h in ws.hits(q, 5, mode="semantic")]
+                 for q in queries])
+
+    def reader() -> Workspace:
+        return Workspace.open(root, Settings(), "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
+                              index_dir=index)
+
+    with _writer(root, index) as writer:
+        writer.index()
+        ro = reader()
+        exact = answers(ro)
+        assert not ro.searcher._vector_table().mapped
+    # the writer's close left the snapshot of this state; nothing was written to the index
+    with ro:
+        table = ro.searcher._vector_table()
+        assert table.mapped and table.lists is not None
+        probed = answers(ro)
+        assert probed[0] != exact[0]
+        with reader() as fresh:
+            assert fresh.manifest.generation == ro.manifest.generation
+            assert answers(fresh) == probed
+
+
 @pytest.mark.usefixtures("lowered")
 def test_the_files_hold_the_rows_grouped_by_list_across_many_blocks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,9 +78,8 @@ class Searcher:
         self.embedder = embedder
         self.per_file = per_file
         self.params = params or RankingParams()
-        self._cache: OrderedDict[tuple[Any, ...], tuple[tuple[Hit, ...], tuple[str, ...]]] = (
-            OrderedDict()
-        )
+        self._cache: OrderedDict[tuple[Any, ...], tuple[tuple[Hit, ...], tuple[str, ...]]]
+        self._cache = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self.cache_hits = 0
@@ -344,8 +343,7 @@ class Searcher:
     ) -> list[tuple[str, float]]:
         """Semantic candidates from Chroma: unfiltered queries, and filtered ones in an index
         too large for the in-memory table (the caller drops notes a filter does not allow)."""
-        where = None
-        sem_pool = pool
+        where, sem_pool = None, pool
         if allowed is not None:
             total = self.notes.count()
             share = len(allowed) / total if total else 1.0
@@ -361,21 +359,24 @@ class Searcher:
         return self.store.query(qvec, sem_pool, where=where, ids=ids)
 
     def _vector_table(self) -> VectorTable | PatchedTable | None:
-        """The in-memory vectors for exact filtered search, reloaded when the index changed;
-        None when the index is too large to hold them (Chroma filters instead)."""
+        """The vectors of this state (mapped, or read whole), reloaded when the index changed or
+        a snapshot of a state read whole appeared; None: the writer asks Chroma instead."""
+        from mdsearch_ls.engine.search.vectors import VectorTable, snapshot_table, superseded
+
         gen = self.manifest.generation
         table = self._table
-        if table is not None and table.generation == gen:
+        if table is not None and table.generation == gen and not superseded(self.manifest, table):
             return table
         with self._table_lock:
             table = self._table
             if table is not None and table.generation == gen:
-                return table
-            from mdsearch_ls.engine.search.vectors import VectorTable, snapshot_table
+                if not superseded(self.manifest, table):
+                    return table
+                with self._lock:  # its answers: ranked as no other process now ranks them
+                    self._cache.clear()
 
-            # A snapshot of this state (mapped, with IVF lists when large; or the last one and
-            # what changed since) serves the writer at any size too, so it ranks as the readers
-            # mapping the same files do.
+            # A snapshot of this state (or the last one and what changed since) serves the
+            # writer at any size too, so it ranks as the readers mapping the same files do.
             mapped = snapshot_table(self.manifest, gen)
             if (mapped is None and self.store is not None
                     and self.manifest.counts()[1] >= EXACT_MAX_CHUNKS):

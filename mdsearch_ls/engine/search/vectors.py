@@ -296,3 +296,17 @@ def snapshot_table(manifest: Manifest, generation: int) -> VectorTable | Patched
     base, dead, (ids, paths, matrix) = patched
     return PatchedTable(generation, VectorTable(generation, *base), dead,
                         VectorTable(generation, ids, paths, matrix))
+
+
+def superseded(manifest: Manifest, table: VectorTable | PatchedTable) -> bool:
+    """Whether ``table``, this process's own copy of every vector of its state (read when that
+    state had no snapshot), now has the writer's snapshot of the same state beside it. A reader
+    that searched a large index before its writer first left one would otherwise keep ranking
+    exactly, and holding every vector, while every other process probes the snapshot's lists,
+    until the next write; only a copy of its own is checked, so a mapped table costs nothing."""
+    if table.mapped:
+        return False
+    from mdsearch_ls.engine.index import vector_snapshot
+
+    state = vector_snapshot.state(manifest, table.generation)
+    return vector_snapshot.load(manifest.path, state) is not None
