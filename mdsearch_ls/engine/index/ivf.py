@@ -24,11 +24,11 @@ import numpy as np
 
 # From this many rows the snapshot has lists. Not for speed alone (exact over 50k rows costs
 # 7 ms, the lists 3): an exact product reads every row, so a one-shot CLI search of 96k chunks
-# held all 147 MB of the mapped vectors in its RSS (293 MB at its peak), against 188 MB when it
-# reads its lists, at recall@10 0.99 on real queries at 50k, 75k and the real 96k (ann_bench.py,
-# results/ann-threshold-50k.json). Every process follows the file: a snapshot left without
-# lists by a version with a higher threshold is searched exactly until the next writer closes
-# and writes it again. Tests lower it.
+# held all 147 MB of the mapped vectors in its RSS (285 MB at its peak), against 185 MB when it
+# reads its lists (cold_search_bench.py), at recall@10 0.99 on real queries at 50k and 75k and
+# 0.997 on the real 96k (ann_bench.py; results/ivf-threshold-50k/, ann-threshold-50k.json).
+# Every process follows the file: a snapshot left without lists by a version with a higher
+# threshold is searched exactly until the next writer closes and writes it again. Tests lower it.
 MIN_ROWS = 50_000
 SEED = 20  # the number: any fixed seed makes every build of the same rows alike
 ITERATIONS = 12
