@@ -319,6 +319,36 @@ def test_a_writer_with_its_own_vectors_ranks_as_its_readers_before_and_after_it_
         ws.close()
 
 
+def test_an_answer_ranked_while_the_writer_rested_is_not_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search that ranked by the writer's own vectors while the writer rested (and forgot the
+    answers of that copy) does not put its answer in the cache: the same question asked again
+    is ranked by the lists the readers probe."""
+    monkeypatch.setattr(ivf, "MIN_ROWS", 10)
+    monkeypatch.setattr(ivf, "PROBES", 1)
+    root, index = copy_vault(tmp_path / "vault"), tmp_path / "index"
+    with _writer(root, index) as ws:
+        ws.index()
+        assert not ws.searcher._vector_table().mapped
+        search = ws.searcher._search
+
+        def racing(*args: object, **kwargs: object) -> object:
+            answer = search(*args, **kwargs)  # ranked by its own copy...
+            ws.rest()  # ...which the writer forgets before the answer is kept
+            return answer
+
+        monkeypatch.setattr(ws.searcher, "_search", racing)
+        ws.hits("budget approval", 5, mode="semantic")
+        monkeypatch.setattr(ws.searcher, "_search", search)
+        cached = ws.searcher.cache_hits
+        again = [(h.path, h.start_line) for h in ws.hits("budget approval", 5, mode="semantic")]
+        assert ws.searcher.cache_hits == cached and ws.searcher._vector_table().mapped
+        with Workspace.open(root, Settings(), "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
+                            index_dir=index) as ro:
+            assert [(h.path, h.start_line)
+                    for h in ro.hits("budget approval", 5, mode="semantic")] == again
+
+
 def test_a_reader_that_read_every_vector_maps_the_snapshot_its_writer_leaves_later(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A reader that searched before the writer's first snapshot read every vector into memory

@@ -82,7 +82,7 @@ class Searcher:
         self._cache = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self.cache_hits = 0
+        self.cache_hits = self._forgotten = 0
         self.notes = NoteLookups(manifest)
         self._table: VectorTable | PatchedTable | None = None
         self._table_lock = threading.Lock()
@@ -109,9 +109,8 @@ class Searcher:
         per_file: int | None = None,
         fusion: str | None = None,
     ) -> SearchResult:
-        """Ranked sections for a query as typed (inline filters allowed), with the notes a
-        person should see beside them; ``fusion`` None means the searcher's ``params.fusion``.
-        Raises :class:`QueryError` for a query that cannot be run (a malformed filter value)."""
+        """Ranked sections for a query as typed (inline filters allowed), with the notes a person
+        should see beside them (``fusion`` None: ``params.fusion``); QueryError if it cannot run."""
         if mode not in MODES:
             raise QueryError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
         params = self.params
@@ -132,7 +131,7 @@ class Searcher:
         filters = inline if filters is None else filters.merged(inline)
         per_file = self.per_file if per_file is None else per_file
         key = (text, filters.key(), preferred, mode, fusion, k, per_file, params,
-               self.manifest.generation)
+               self.manifest.generation, self._forgotten)
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
@@ -141,7 +140,8 @@ class Searcher:
         if cached is None:
             cached = self._search(text, k, mode, filters, preferred, per_file, fusion, params)
             with self._lock:
-                self._cache[key] = cached
+                if key[-1] == self._forgotten:  # not ranked by a table forgotten meanwhile
+                    self._cache[key] = cached
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         hits, notes = cached
@@ -374,9 +374,8 @@ class Searcher:
                     return table
                 with self._lock:  # its answers: ranked as no other process now ranks them
                     self._cache.clear()
+                    self._forgotten += 1
 
-            # A snapshot of this state (or the last one and what changed since) serves the
-            # writer at any size too, so it ranks as the readers mapping the same files do.
             mapped = snapshot_table(self.manifest, gen)
             if (mapped is None and self.store is not None
                     and self.manifest.counts()[1] >= EXACT_MAX_CHUNKS):
@@ -393,6 +392,7 @@ class Searcher:
             self._table = None  # its own memory given back: the next search maps the files
             with self._lock:  # and ranks as readers do (from ivf.MIN_ROWS: by their lists)
                 self._cache.clear()
+                self._forgotten += 1
 
     def _fill_cosines(self, cands: Iterable[Candidate], qvec: np.ndarray) -> None:
         import numpy as np
