@@ -194,9 +194,27 @@ def test_the_real_model_ranks_alike_through_the_lists(
         len(e) for e in exact)
 
 
-def _writer(root: Path, index: Path) -> Workspace:
-    return Workspace.open(root, Settings(), "write", embedder=FakeEmbedder(),  # type: ignore[arg-type]
+def _writer(root: Path, index: Path, mode: str = "write") -> Workspace:
+    return Workspace.open(root, Settings(), mode, embedder=FakeEmbedder(),  # type: ignore[arg-type]
                           index_dir=index)
+
+
+def _reader(root: Path, index: Path) -> Workspace:
+    return _writer(root, index, "read")
+
+
+QUESTIONS = ["budget approval", "rotate backup keys", "pager escalation", "travel expenses",
+             "hiring interview", "security incident", "office wifi", "release checklist"]
+
+
+def _answers(ws: Workspace) -> tuple[list[list[str]], list[list[tuple[str, int]]]]:
+    """The vector table's 3 nearest rows per question (what the lists change), and the hits."""
+    table = ws.searcher._vector_table()
+    assert table is not None
+    vectors = [FakeEmbedder().embed_query(q) for q in QUESTIONS]
+    return ([[c for c, _ in table.nearest(v, 3, None, None)] for v in vectors],
+            [[(h.path, h.start_line) for h in ws.hits(q, 5, mode="semantic")]
+             for q in QUESTIONS])
 
 
 def test_a_snapshot_left_without_lists_gets_them(tmp_path: Path,
@@ -264,8 +282,7 @@ def test_a_large_writer_maps_the_snapshot_of_its_state_else_asks_chroma(
         cached = ws.searcher.cache_hits
         assert ws.hits("comet ice tail", 1, mode="semantic")[0].path == "new2.md"
         assert ws.searcher.cache_hits == cached
-    with Workspace.open(root, Settings(), "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
-                        index_dir=index) as ro:
+    with _reader(root, index) as ro:
         assert ro.searcher._vector_table().lists is not None  # the closed writer's new lists
         assert ro.hits("lava eruptions", 1, mode="semantic")[0].path == "new.md"
 
@@ -282,39 +299,23 @@ def test_a_writer_with_its_own_vectors_ranks_as_its_readers_before_and_after_it_
     monkeypatch.setattr(ivf, "PROBES", 1)
     assert searcher_mod.EXACT_MAX_CHUNKS > 10
     root, index = copy_vault(tmp_path / "vault"), tmp_path / "index"
-    queries = ["budget approval", "rotate backup keys", "pager escalation", "travel expenses",
-               "hiring interview", "security incident", "office wifi", "release checklist"]
-    vectors = [FakeEmbedder().embed_query(q) for q in queries]
-
-    def answers(ws: Workspace) -> tuple[list[list[str]], list[list[tuple[str, int]]]]:
-        """The table's 3 nearest rows per query (what the lists change) and the hits."""
-        table = ws.searcher._vector_table()
-        assert table is not None
-        return ([[c for c, _ in table.nearest(v, 3, None, None)] for v in vectors],
-                [[(h.path, h.start_line) for h in ws.hits(q, 5, mode="semantic")]
-                 for q in queries])
-
-    def reader() -> Workspace:
-        return Workspace.open(root, Settings(), "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
-                              index_dir=index)
-
     ws = _writer(root, index)
     try:
         ws.index()
         own = ws.searcher._vector_table()
         assert own is not None and own.lists is None and not own.mapped
-        exact = answers(ws)
-        with reader() as ro:
+        exact = _answers(ws)
+        with _reader(root, index) as ro:
             assert ro.searcher._vector_table().lists is None
-            assert answers(ro) == exact
+            assert _answers(ro) == exact
         ws.rest()
         table = ws.searcher._vector_table()
         assert table is not None and table.lists is not None and table.mapped
-        probed = answers(ws)
+        probed = _answers(ws)
         assert probed[0] != exact[0]
-        with reader() as ro:
+        with _reader(root, index) as ro:
             assert ro.searcher._vector_table().lists is not None
-            assert answers(ro) == probed
+            assert _answers(ro) == probed
     finally:
         ws.close()
 
@@ -343,8 +344,7 @@ def test_an_answer_ranked_while_the_writer_rested_is_not_kept(
         cached = ws.searcher.cache_hits
         again = [(h.path, h.start_line) for h in ws.hits("budget approval", 5, mode="semantic")]
         assert ws.searcher.cache_hits == cached and ws.searcher._vector_table().mapped
-        with Workspace.open(root, Settings(), "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
-                            index_dir=index) as ro:
+        with _reader(root, index) as ro:
             assert [(h.path, h.start_line)
                     for h in ro.hits("budget approval", 5, mode="semantic")] == again
 
@@ -358,35 +358,20 @@ def test_a_reader_that_read_every_vector_maps_the_snapshot_its_writer_leaves_lat
     monkeypatch.setattr(ivf, "MIN_ROWS", 10)
     monkeypatch.setattr(ivf, "PROBES", 1)
     root, index = copy_vault(tmp_path / "vault"), tmp_path / "index"
-    queries = ["budget approval", "rotate backup keys", "pager escalation", "travel expenses",
-               "hiring interview", "security incident", "office wifi", "release checklist"]
-    vectors = [FakeEmbedder().embed_query(q) for q in queries]
-
-    def answers(ws: Workspace) -> tuple[list[list[str]], list[list[tuple[str, int]]]]:
-        table = ws.searcher._vector_table()
-        assert table is not None
-        return ([[c for c, _ in table.nearest(v, 3, None, None)] for v in vectors],
-                [[(h.path, h.start_line) for h in ws.hits(q, 5, mode="semantic")]
-                 for q in queries])
-
-    def reader() -> Workspace:
-        return Workspace.open(root, Settings(), "read", embedder=FakeEmbedder(),  # type: ignore[arg-type]
-                              index_dir=index)
-
     with _writer(root, index) as writer:
         writer.index()
-        ro = reader()
-        exact = answers(ro)
+        ro = _reader(root, index)
+        exact = _answers(ro)
         assert not ro.searcher._vector_table().mapped
     # the writer's close left the snapshot of this state; nothing was written to the index
     with ro:
         table = ro.searcher._vector_table()
         assert table.mapped and table.lists is not None
-        probed = answers(ro)
+        probed = _answers(ro)
         assert probed[0] != exact[0]
-        with reader() as fresh:
+        with _reader(root, index) as fresh:
             assert fresh.manifest.generation == ro.manifest.generation
-            assert answers(fresh) == probed
+            assert _answers(fresh) == probed
 
 
 @pytest.mark.usefixtures("lowered")
