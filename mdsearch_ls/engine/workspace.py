@@ -51,6 +51,7 @@ from mdsearch_ls.engine.index.vector_store import ChromaStore, DeferredStore
 from mdsearch_ls.engine.locations import ChunkRecord
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.hits import SearchResult
+from mdsearch_ls.engine.search.keyword import STOPWORDS
 from mdsearch_ls.engine.search.related import Related, related_sections
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search.searcher import Hit, Searcher
@@ -112,7 +113,7 @@ class Workspace(WriterOpen):
                                    f"process{locked.holder_text}: reading it as it is, without "
                                    "updating it")
         if role == "server":  # it searches many times: see engine/index/phrase_scores.py
-            ws.manifest.keep_phrase_scores()
+            ws.manifest.keep_phrase_scores(warm=STOPWORDS)  # (words a query leaves out)
         return ws
 
     def __init__(

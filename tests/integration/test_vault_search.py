@@ -219,13 +219,17 @@ def test_the_first_five_hits_do_not_depend_on_k(vault_ws):
             assert heads[10] == heads[5] == heads[50], (query, per_file, heads)
 
 
-def test_a_server_with_kept_keyword_scores_ranks_as_a_cli_search(vault_ws, real_embedder):
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_server_with_kept_keyword_scores_ranks_as_a_cli_search(vault_ws, real_embedder, warm):
     """A long-running process sums the keyword list from kept phrase scores
     (engine/index/phrase_scores.py); with the real model, every hit, score and explanation it
     gives is the one a CLI search of the same index gives, on the first search (FTS5's whole
-    query) and on the next ones (the kept sums). Every phrase is kept here, whatever its rows:
-    the examples vault is too small for the default of 500."""
+    query) and on the next ones (the kept sums), and so with the index's common words read
+    ahead (``warm``, as a server does). Every phrase is kept here, whatever its rows: the
+    examples vault is too small for the default of 500."""
     from mdsearch_ls.engine.api import SearchRequest
+    from mdsearch_ls.engine.search import keyword
+    from mdsearch_ls.engine.search.keyword import STOPWORDS
 
     queries = ["how do we rotate the backup keys", "revenue tracking by quarter",
                "what happens when a laptop is stolen", "escalation of a crisis to the board",
@@ -234,7 +238,7 @@ def test_a_server_with_kept_keyword_scores_ranks_as_a_cli_search(vault_ws, real_
     server = Workspace.open(vault_ws.root, Settings(), "read", embedder=real_embedder,
                             index_dir=vault_ws.index_dir)
     try:
-        server.manifest.keep_phrase_scores()
+        server.manifest.keep_phrase_scores(warm=STOPWORDS if warm else None)
         scores = server.manifest.phrase_scores
         assert scores is not None
         scores.common_rows = 1
@@ -246,6 +250,8 @@ def test_a_server_with_kept_keyword_scores_ranks_as_a_cli_search(vault_ws, real_
                     [(h.chunk_id, h.score, h.explain) for h in cli[q]], (round_, q)
             scores.settle()
         assert scores.held > 0 and scores.reads > 0
+        asked = {t for q in queries for t in keyword.or_terms(q, pairs=True)}
+        assert warm == (len(scores._kept) > len(asked))  # the vocabulary, not only these
     finally:
         server.close()
 

@@ -189,9 +189,10 @@ def _kept_rows(scores: PhraseScores) -> dict:
 
 
 def _same_as_read(m: Manifest, key, rows) -> None:
-    """A kept phrase's rows are exactly what reading it from FTS5 now gives (order aside)."""
+    """A kept phrase's rows are exactly what reading it from FTS5 now gives (order aside); a
+    phrase is kept under its tokens (these words' stems read as themselves)."""
     conn = m._conn()
-    fresh = bm25_rows.read(conn, key[0], (key[1], key[2]))
+    fresh = bm25_rows.read(conn, f'"{key[0]}"', (key[1], key[2]))
     mine, theirs = rows.rowids.argsort(), fresh.rowids.argsort()
     assert rows.rowids[mine].tolist() == fresh.rowids[theirs].tolist(), key
     assert rows.scores[mine].tolist() == fresh.scores[theirs].tolist(), key  # bit for bit
@@ -392,3 +393,78 @@ def test_a_state_turned_between_a_searchs_check_and_its_lookups_is_not_summed(ma
         assert [(id_of[r], s) for r, s in got] == plain  # ids and scores, exactly
     finally:
         old.close()
+
+
+def test_two_spellings_of_a_word_are_one_kept_phrase(manifest):
+    """A phrase is kept under the tokens the table's tokenizer makes of it: "sorted files"
+    after "sort file" reads nothing again, and still sums to FTS5's list."""
+    scores = _keeping(manifest)
+    _both(manifest, "sort file", 20)
+    _both(manifest, "sort file", 20)  # (the first search is FTS5's whole query)
+    reads = scores.reads
+    plain, summed = _both(manifest, "sorted files", 20)
+    assert summed == plain and plain
+    assert scores.reads == reads
+    assert {key[0] for key in scores._kept} >= {"sort", "file"}
+
+
+def _warming(m: Manifest, budget: int | None = None) -> PhraseScores:
+    m.keep_phrase_scores(warm=keyword.STOPWORDS)
+    scores = m.phrase_scores
+    assert scores is not None
+    scores.common_rows = 2
+    if budget is not None:
+        scores.budget = budget
+    return scores
+
+
+def test_the_warm_reads_the_commonest_words_before_a_question_needs_them(manifest):
+    """Once searches begin, a server reads the index's common words on its thread (not the
+    words a query leaves out): a question met for the first time then reads none of its
+    words alone, only its pairs, and its list is FTS5's to the last bit."""
+    scores = _warming(manifest)
+    _both(manifest, "laptop", 10)  # the first search starts the warm
+    kept = {key[0] for key in scores._kept}
+    assert {"file", "directori", "copi", "backup", "disk"} <= kept
+    assert not kept & {"the", "to"}  # stopwords of the "copy the current directory" notes
+    reads = scores.reads
+    query = "print the owner of each archive by size"
+    plain, summed = _both(manifest, query, 30)
+    assert summed == plain and plain
+    pairs = [t for t in keyword.or_terms(query, pairs=True) if " " in t]
+    assert scores.reads - reads <= len(pairs)
+    for key, rows in _kept_rows(scores).items():
+        _same_as_read(manifest, key, rows)
+
+
+def test_the_warm_keeps_the_commonest_words_within_its_share_of_the_budget(manifest):
+    from mdsearch_ls.engine.index.phrase_scores import WARM_SHARE
+
+    scores = _warming(manifest, budget=400)
+    _both(manifest, "laptop", 10)
+    conn = manifest._conn()
+    rows = {key[0]: r.size for key, r in scores._kept.items()}
+    assert rows and sum(rows.values()) <= 400 * WARM_SHARE + rows.get("laptop", 0)
+    count = {w: conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                             (f'"{w}"',)).fetchone()[0] for w in WORDS}
+    left_out = [w for w in WORDS if count[w] > min(rows.values()) and w not in rows
+                and keyword.tokens(w) == [w]]
+    # (a word commoner than one kept is left out only when it did not fit what was left)
+    assert all(count[w] > 400 * WARM_SHARE - sum(rows.values()) for w in left_out)
+
+
+def test_a_warm_after_a_write_by_another_process_reads_the_new_state(tmp_path, manifest):
+    reader = Manifest(manifest.path, read_only=True)
+    try:
+        scores = _warming(reader)
+        _both(reader, "laptop", 10)
+        manifest.apply([make_update("late.md", ["laptop phone laptop phone sync"])])
+        _both(reader, "laptop", 10)  # a new state: what was kept goes, the warm runs again
+        plain, summed = _both(reader, "sync my phone and laptop", 10)
+        assert "late.md#0" in [cid for cid, _ in plain]
+        assert summed == plain
+        assert "phone" in {key[0] for key in scores._kept}
+        for key, rows in _kept_rows(scores).items():
+            _same_as_read(reader, key, rows)
+    finally:
+        reader.close()

@@ -8,7 +8,7 @@ vault's size: a ranked query is cut inside FTS5, a phrase is looked up among the
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.engine.index.manifest_schema import _batched
@@ -28,13 +28,15 @@ class KeywordQueries:
     phrase_scores: PhraseScores | None = None
     """The common phrases' scores a long-running process keeps (:meth:`keep_phrase_scores`)."""
 
-    def keep_phrase_scores(self) -> None:
+    def keep_phrase_scores(self, warm: Collection[str] | None = None) -> None:
         """Keep common phrases' scores from search to search (engine/index/phrase_scores.py):
-        for a process that searches many times; numpy is imported here, not by a CLI search."""
+        for a process that searches many times; numpy is imported here, not by a CLI search.
+        ``warm``: also read the index's commonest words, but these, once searches begin."""
         from mdsearch_ls.engine.index.phrase_scores import PhraseScores
 
         if self.phrase_scores is None:
-            self.phrase_scores = PhraseScores(carry=not getattr(self, "read_only", False))
+            self.phrase_scores = PhraseScores(carry=not getattr(self, "read_only", False),
+                                              warm=warm)
 
     def _conn(self) -> sqlite3.Connection:
         raise NotImplementedError

@@ -19,6 +19,13 @@ searches once (the CLI) keeps nothing and asks FTS5 the whole query, and so does
 rows lie mostly in phrases not kept (a start, a write by another process, or a query of rare
 words only); its common phrases are then read on a thread of their own, for the searches after it.
 
+**Keyed by tokens, warmed from the vocabulary.** A phrase is kept under the tokens FTS5 makes of
+it (the table's own tokenizer: engine/index/fts_tokens.py; "shows" and "show" are one key), and a
+process that asks for it (:meth:`KeywordQueries.keep_phrase_scores` with ``warm``) reads the
+index's most common words on the thread once it first searches, before any question needs them:
+the words a question has not met yet were what a server still read per search (a new question at
+96k chunks read 10-45 ms of them).
+
 **Across this process's own writes** (a server's saves) the kept phrases are carried, not
 read again: the manifest tells which rowids each write removed and inserted (:meth:`wrote`), and
 the first search after it that needs a kept phrase has it scored again for the new idf and
@@ -33,21 +40,22 @@ import queue
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from mdsearch_ls.engine.index import bm25_rows
 from mdsearch_ls.engine.index.bm25_rows import Rows
+from mdsearch_ls.engine.index.fts_tokens import Tokens
 
 COMMON_ROWS = 500
 """A phrase matching at least this many rows is kept; a rarer one costs less to read again."""
 
-BUDGET = 3_000_000
-"""Rows kept over all phrases (16 bytes each: 48 MB at most); the least recently used phrase
-goes first. At 96k chunks the phrases of 500+ rows of all 365 nl2bash questions hold 3.1M rows;
-with 1.5M kept, a question the server had answered before took 13 ms (p50) instead of 5
-(benchmarks/keyword_bench.py)."""
+BUDGET = 4_000_000
+"""Rows kept over all phrases (16 bytes each: 64 MB at most); the least recently used phrase
+goes first. At 96k chunks the words of 500+ rows but stopwords hold 2.5M rows (all kept by the
+warm), the phrases of 500+ rows of all 365 nl2bash questions 3.1M."""
 
 COLD_SHARE = 3
 """Ask FTS5 the whole query when over 1/COLD_SHARE of the rows the phrases match are in phrases
@@ -60,8 +68,18 @@ WRITES_KEPT = 64
 """Writes remembered (the rowids each removed and inserted): a kept phrase is carried across at
 most this many of this process's writes since it was last needed."""
 
+WARM_SHARE = 0.75
+"""The share of the budget the vocabulary warm fills, the commonest words first, so that what
+searches need later (pairs, rarer words) has room without pushing those out. At 96k chunks,
+new questions' keyword lists took 10 ms (p50) with every common word kept (2.5M rows), 14 with
+the commonest 1.8M, 19 with none (benchmarks/scale_bench.py)."""
+
 _Key = tuple[str, float, float]
-_Job = tuple[Callable[[], sqlite3.Connection], object, list[_Key]]
+"""``(tokens, title weight, body weight)``: the phrase as the table's tokenizer makes it."""
+_Job = tuple[Callable[[], sqlite3.Connection], object,
+             list[tuple[_Key, str]] | tuple[float, float]]
+"""What the thread reads: each key with a phrase that matches it, or the vocabulary at these
+weights."""
 _Write = tuple[object, np.ndarray, np.ndarray]
 
 
@@ -74,12 +92,17 @@ class PhraseScores:
     """Per-row scores of common phrases for one index state (lineage and generation)."""
 
     def __init__(self, budget: int = BUDGET, common_rows: int = COMMON_ROWS,
-                 carry: bool = True) -> None:
+                 carry: bool = True, warm: Collection[str] | None = None) -> None:
         """``carry``: this process writes the index, so what it keeps can be carried across
-        its writes (a reader's never can: it reads no row lengths for it)."""
+        its writes (a reader's never can: it reads no row lengths for it). ``warm``: read the
+        commonest words once searches begin, at the first search's weights, except these (the
+        words a query leaves out); None: only what searches ask for."""
         self.budget = budget
         self.common_rows = common_rows
         self.carry = carry
+        self.warm = None if warm is None else frozenset(warm)
+        self._warmed_at: object = None
+        self._tokens = Tokens()
         self._state: object = None
         self._kept: OrderedDict[_Key, Rows] = OrderedDict()
         self._before: dict[_Key, tuple[object, Rows]] = {}
@@ -141,18 +164,31 @@ class PhraseScores:
         if began:
             conn.execute("BEGIN")
         try:
-            state, kept, rows = self._look(conn, phrases, weights)
-            alone = [p for p, got in zip(phrases, kept, strict=True) if got is None]
-            if connect is not None and (sum(rows[p] for p in alone) * COLD_SHARE
-                                        > sum(rows.values())):
-                common = [p for p in alone if rows[p] >= self.common_rows]
-                self._later.job = (connect, state, common, weights) if common else None
-                return None
+            keys = [(t, *weights) for t in self._tokens.of(conn, phrases)]
+            state, kept, rows, bounds = self._look(conn, phrases, keys)
+            if connect is not None and self.warm is not None:
+                self._warm_vocabulary(connect, state, weights)
+            alone = [i for i, got in enumerate(kept) if got is None]
+
+            def cold(sizes: Sequence[int]) -> bool:
+                return sum(sizes[i] for i in alone) * COLD_SHARE > sum(sizes)
+
+            # A phrase of words whose counts are known holds at most the rarest one's rows: if
+            # even that bound leaves the query warm, the phrase is read without a count first.
+            if connect is not None and cold([b if r is None else r for r, b in zip(rows, bounds,
+                                                                                  strict=True)]):
+                rows = [self._count(conn, state, phrases[i], keys[i]) if r is None else r
+                        for i, r in enumerate(rows)]
+                if cold(rows):
+                    common = [(keys[i], phrases[i]) for i in alone
+                              if rows[i] >= self.common_rows]
+                    self._later.job = (connect, state, common) if common else None
+                    return None
             parts = []
-            for phrase, got in zip(phrases, kept, strict=True):
-                if got is None and rows[phrase]:
-                    got = bm25_rows.read(conn, phrase, weights, self._lengths_of(state))
-                    self._keep(state, (phrase, *weights), got)
+            for i, got in enumerate(kept):
+                if got is None and rows[i] != 0:
+                    got = bm25_rows.read(conn, phrases[i], weights, self._lengths_of(state))
+                    self._keep(state, keys[i], got)
                 if got is not None:
                     parts.append((got.rowids, got.scores))
         finally:
@@ -165,7 +201,7 @@ class PhraseScores:
         search after one)."""
         self.settle()
         with self._lock:
-            self._state, self._held = None, 0
+            self._state, self._held, self._warmed_at = None, 0, None
             self._lengths = self._lengths_at = None
             self._kept.clear()
             self._before.clear()
@@ -176,24 +212,26 @@ class PhraseScores:
         """No more reading on the thread (the manifest is closing its connections)."""
         self._closed = True
         self.settle()
+        self._tokens.close()
 
     def settle(self) -> None:
         """Wait until the phrases put aside for later are read (tests, benchmarks)."""
         self._jobs.join()
 
-    def _look(self, conn: sqlite3.Connection, phrases: Sequence[str],
-              weights: tuple[float, float]) -> tuple[object, list[Rows | None], dict[str, int]]:
+    def _look(self, conn: sqlite3.Connection, phrases: Sequence[str], keys: Sequence[_Key],
+              ) -> tuple[object, list[Rows | None], list[int | None], list[int]]:
         """The snapshot's state, each phrase's kept scores (None: not kept; carried here from
-        an earlier state when it can be), and the row count of each phrase not kept (counted
-        once per state: a count reads no scores)."""
+        an earlier state when it can be), each phrase's row count (a phrase not kept is
+        counted once per state: a count reads no scores; None: not counted, as its words'
+        counts bound it), and that bound."""
         state = _state_of(conn)
         with self._lock:
             if state != self._state:
                 self._turn(conn, state)
         kept: list[Rows | None] = []
-        rows: dict[str, int] = {}
-        for phrase in phrases:
-            key = (phrase, *weights)
+        rows: list[int | None] = []
+        bounds: list[int] = []
+        for phrase, key in zip(phrases, keys, strict=True):
             with self._lock:
                 # Another search, reading an older or newer snapshot, may have turned the state
                 # since the check above: what is kept is then another state's, not this one's.
@@ -202,21 +240,35 @@ class PhraseScores:
                 if got is not None:
                     self._kept.move_to_end(key)
                 old = self._before.get(key) if got is None and mine else None
-                count = self._rows_of.get(phrase) if mine else None
+                count = self._rows_of.get(key[0]) if mine else None
+                words = (key[0].split(" ") if mine and count is None
+                         and not key[0].startswith("\0") else [])
+                known = [self._rows_of.get(w) for w in words]
             if old is not None:
-                got = self._carried(conn, state, key, *old)
+                got = self._carried(conn, state, key, phrase, *old)
             kept.append(got)
             if got is not None:
-                rows[phrase] = got.size
+                rows.append(got.size)
+                bounds.append(got.size)
+                continue
+            if count is None and len(known) > 1 and None not in known:
+                bound = min(n for n in known if n is not None)
+                rows.append(None if bound else 0)  # (a word of it in no row: nor is it)
+                bounds.append(bound)
                 continue
             if count is None:
-                count = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                                     (phrase,)).fetchone()[0]
-                with self._lock:
-                    if state == self._state:
-                        self._rows_of[phrase] = count
-            rows[phrase] = count
-        return state, kept, rows
+                count = self._count(conn, state, phrase, key)
+            rows.append(count)
+            bounds.append(count)
+        return state, kept, rows, bounds
+
+    def _count(self, conn: sqlite3.Connection, state: object, phrase: str, key: _Key) -> int:
+        count = int(conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                 (phrase,)).fetchone()[0])
+        with self._lock:
+            if state == self._state:
+                self._rows_of[key[0]] = count
+        return count
 
     def _turn(self, conn: sqlite3.Connection, state: object) -> None:
         """A new index state (under the lock): what was kept waits in ``_before`` to be carried
@@ -254,8 +306,8 @@ class PhraseScores:
             inserted.append(step[2])
         return None
 
-    def _carried(self, conn: sqlite3.Connection, state: object, key: _Key, then: object,
-                 old: Rows) -> Rows | None:
+    def _carried(self, conn: sqlite3.Connection, state: object, key: _Key, phrase: str,
+                 then: object, old: Rows) -> Rows | None:
         """``old`` (kept at state ``then``) brought to this state, and kept; None when it
         cannot be exactly (the phrase is then read as one not kept)."""
         with self._lock:
@@ -263,7 +315,7 @@ class PhraseScores:
             if self._before.get(key, (None, None))[1] is old:
                 del self._before[key]
                 self._held -= old.size
-        new = None if since is None else bm25_rows.carry(conn, key[0], (key[1], key[2]),
+        new = None if since is None else bm25_rows.carry(conn, phrase, (key[1], key[2]),
                                                          old, *since)
         if new is not None:
             self._keep(state, key, new, carried=True)
@@ -280,45 +332,96 @@ class PhraseScores:
         self._later.job = None
         if job is None:
             return
-        connect, state, phrases, weights = job
+        connect, state, wanted = job
         with self._lock:
-            keys = [(p, *weights) for p in phrases if (p, *weights) not in self._queued]
-            self._queued.update(keys)
+            wanted = [(key, p) for key, p in (wanted or ()) if key not in self._queued]
+            self._queued.update(key for key, _ in wanted)
+        if wanted:
+            self._put((connect, state, wanted))
+
+    def _warm_vocabulary(self, connect: Callable[[], sqlite3.Connection], state: object,
+                         weights: tuple[float, float]) -> None:
+        """Queue the vocabulary warm once per state that holds nothing yet (a start, or a
+        write by another process: this process's own writes carry what it holds)."""
+        with self._lock:
+            if self._warmed_at == state or self._held or state != self._state:
+                return
+            self._warmed_at = state
+        self._put((connect, state, weights))
+
+    def _put(self, job: _Job) -> None:
+        with self._lock:
             if self._worker is None:
                 self._worker = threading.Thread(target=self._warm, daemon=True,
                                                 name="mdsearch-phrase-scores")
                 self._worker.start()
-        if keys:
-            self._jobs.put((connect, state, keys))
+        self._jobs.put(job)
+
+    def _vocabulary(self, conn: sqlite3.Connection, state: object,
+                    weights: tuple[float, float]) -> list[tuple[_Key, str]]:
+        """The commonest words of the index, commonest first, up to ``WARM_SHARE`` of the
+        budget, each a word that reads as itself (its own phrase makes the same token). The
+        list only says what to read: the reading, on ``conn``, is of its state. Every word's
+        row count is noted on the way when it is this state's (FTS5's own vocabulary table,
+        on a connection of its own: a reader's is query-only), so a search counts no word."""
+        where = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
+        if not where:
+            return []
+        vocabulary = sqlite3.connect(f"{Path(where).as_uri()}?mode=ro", uri=True)
+        try:
+            vocabulary.execute("CREATE VIRTUAL TABLE temp.words USING "
+                               "fts5vocab(main, chunks_fts, 'row')")
+            vocabulary.execute("BEGIN")
+            same = _state_of(vocabulary) == state
+            counts = vocabulary.execute("SELECT doc, term FROM temp.words").fetchall()
+            vocabulary.execute("COMMIT")
+        finally:
+            vocabulary.close()
+        with self._lock:
+            if same and state == self._state:
+                self._rows_of.update((term, n) for n, term in counts)
+        skip = self.warm or frozenset()
+        words: list[str] = []
+        room = self.budget * WARM_SHARE
+        for n, term in sorted(counts, reverse=True):
+            if n >= self.common_rows and n <= room and term not in skip:
+                words.append(term)
+                room -= n
+        phrases = ['"' + w + '"' for w in words]
+        return [((w, *weights), p) for w, p, t in
+                zip(words, phrases, self._tokens.of(conn, phrases), strict=True) if t == w]
 
     def _warm(self) -> None:
-        """Read and keep what searches put aside, in the state they met (a job of an older
-        state is dropped: its scores would be stale). Niced: a search or a command started
-        meanwhile gets the cores first."""
+        """Read and keep what searches put aside, and the vocabulary, in the state they met (a
+        job of an older state is dropped: its scores would be stale). Niced: a search or a
+        command started meanwhile gets the cores first."""
         with contextlib.suppress(OSError, AttributeError):  # (Linux: a thread's own niceness)
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         while True:
-            connect, state, keys = self._jobs.get()
+            connect, state, wanted = self._jobs.get()
             try:
                 if self._closed:
                     continue
                 conn = connect()
                 conn.execute("BEGIN")
                 try:
-                    if (self.carry and self._lengths_of(state) is None
-                            and _state_of(conn) == state):
+                    if _state_of(conn) != state:
+                        continue
+                    if self.carry and self._lengths_of(state) is None:
                         lengths = bm25_rows.all_lengths(conn)  # once; then patched per write
                         with self._lock:
                             if self._state == state:
                                 self._lengths, self._lengths_at = lengths, state
-                    for key in keys:
-                        if self._closed or self._state != state or _state_of(conn) != state:
+                    if isinstance(wanted, tuple):
+                        wanted = self._vocabulary(conn, state, wanted)
+                    for key, phrase in wanted:
+                        if self._closed or self._state != state:
                             break
                         with self._lock:
                             have = key in self._kept
                         if not have:
                             self._keep(state, key, bm25_rows.read(
-                                conn, key[0], (key[1], key[2]), self._lengths_of(state)))
+                                conn, phrase, (key[1], key[2]), self._lengths_of(state)))
                 finally:
                     conn.execute("COMMIT")
             except Exception:  # a closed or damaged manifest: searches read what they need
@@ -329,6 +432,8 @@ class PhraseScores:
     def _keep(self, state: object, key: _Key, scores: Rows, carried: bool = False) -> None:
         size = scores.size
         with self._lock:
+            if state == self._state:
+                self._rows_of[key[0]] = size
             if carried:
                 self.carries += 1
             else:
