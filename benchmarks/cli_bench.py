@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +77,12 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
 
 
 def server_round(root: Path, env: dict[str, str], query: str,
-                 rest_s: float = 0.0) -> dict[str, float]:
+                 rest_s: float = 0.0, searches: Sequence[str] = ()) -> dict[str, float]:
     """First ``workspace/symbol`` answer after ``initialized`` and the idle RSS; with
     ``rest_s``, also the RSS once the writer has rested (it releases the vector store after
-    ``REST_AFTER_S`` without a write): the lowest seen within ``rest_s``."""
+    ``REST_AFTER_S`` without a write): the lowest seen within ``rest_s``. With ``searches``,
+    these are asked (``mdsearch.search``, k 10) once it is idle, and the highest RSS within
+    ``rest_s`` after them is reported too (what the searches made it read and keep)."""
     client = StdioClient([*MDSEARCH, "serve"], env)
     try:
         client.request("initialize", {
@@ -108,12 +111,19 @@ def server_round(root: Path, env: dict[str, str], query: str,
             threading.Event().wait(0.2)
         out = {"first_symbols_s": first, "idle_rss_mb": client.rss_mb(),
                **{f"idle_rss_{kind}_mb": mb for kind, mb in client.rss_parts_mb().items()}}
+        for q in searches:
+            client.request("workspace/executeCommand", {
+                "command": "mdsearch.search", "arguments": [{"query": q, "limit": 10}]})
         if rest_s:
-            rested, deadline = out["idle_rss_mb"], time.perf_counter() + rest_s
+            rested = peak = client.rss_mb()
+            deadline = time.perf_counter() + rest_s
             while time.perf_counter() < deadline:
                 threading.Event().wait(1.0)
-                rested = min(rested, client.rss_mb())
+                now = client.rss_mb()
+                rested, peak = min(rested, now), max(peak, now)
             out["rested_rss_mb"] = rested
+            if searches:
+                out["searched_peak_rss_mb"] = peak
         return out
     finally:
         client.stop()
