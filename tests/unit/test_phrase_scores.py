@@ -190,12 +190,15 @@ def _kept_rows(scores: PhraseScores) -> dict:
 
 def _same_as_read(m: Manifest, key, rows) -> None:
     """A kept phrase's rows are exactly what reading it from FTS5 now gives (order aside); a
-    phrase is kept under its tokens (these words' stems read as themselves)."""
+    phrase is kept under its tokens (these words' stems read as themselves), and a carryable
+    one as its counts and lengths, scored when a search needs it."""
     conn = m._conn()
     fresh = bm25_rows.read(conn, f'"{key[0]}"', (key[1], key[2]))
+    kept = m.phrase_scores._scores(conn, m.phrase_scores.state(conn), rows)
+    assert (rows.scores.size == 0) == (rows.freq is not None), key
     mine, theirs = rows.rowids.argsort(), fresh.rowids.argsort()
     assert rows.rowids[mine].tolist() == fresh.rowids[theirs].tolist(), key
-    assert rows.scores[mine].tolist() == fresh.scores[theirs].tolist(), key  # bit for bit
+    assert kept[mine].tolist() == fresh.scores[theirs].tolist(), key  # bit for bit
     if rows.freq is not None and fresh.freq is not None:
         assert rows.freq[mine].tolist() == fresh.freq[theirs].tolist(), key
         assert rows.length[mine].tolist() == fresh.length[theirs].tolist(), key

@@ -20,11 +20,9 @@ rows lie mostly in phrases not kept (a start, a write by another process, or a q
 words only); its common phrases are then read on a thread of their own, for the searches after it.
 
 **Keyed by tokens, warmed from the vocabulary.** A phrase is kept under the tokens FTS5 makes of
-it (the table's own tokenizer: engine/index/fts_tokens.py; "shows" and "show" are one key), and a
-process that asks for it (:meth:`KeywordQueries.keep_phrase_scores` with ``warm``) reads the
-index's most common words on the thread once it first searches, before any question needs them:
-the words a question has not met yet were what a server still read per search (a new question at
-96k chunks read 10-45 ms of them).
+it (engine/index/fts_tokens.py: "shows" and "show" are one key), and a server (``warm``) reads the
+index's common words on the thread once it first searches: the words a question had not met yet
+were what a server still read per search (10-45 ms of a new question at 96k chunks).
 
 **Across this process's own writes** (a server's saves) the kept phrases are carried, not
 read again: the manifest tells which rowids each write removed and inserted (:meth:`wrote`), and
@@ -45,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mdsearch_ls.engine.embedding.onnx_backend import release_free_memory
 from mdsearch_ls.engine.index import bm25_rows
 from mdsearch_ls.engine.index.bm25_rows import Rows
 from mdsearch_ls.engine.index.fts_tokens import Tokens
@@ -53,7 +52,8 @@ COMMON_ROWS = 500
 """A phrase matching at least this many rows is kept; a rarer one costs less to read again."""
 
 BUDGET = 4_000_000
-"""Rows kept over all phrases (16 bytes each: 64 MB at most); the least recently used phrase
+"""Rows kept over all phrases (8 bytes each in a writer, which keeps counts and lengths to carry
+them; 12 in a reader, which keeps scores: 32-48 MB at most); the least recently used phrase
 goes first. At 96k chunks the words of 500+ rows but stopwords hold 2.5M rows (all kept by the
 warm), the phrases of 500+ rows of all 365 nl2bash questions 3.1M."""
 
@@ -76,11 +76,11 @@ the commonest 1.8M, 19 with none (benchmarks/scale_bench.py)."""
 
 _Key = tuple[str, float, float]
 """``(tokens, title weight, body weight)``: the phrase as the table's tokenizer makes it."""
-_Job = tuple[Callable[[], sqlite3.Connection], object,
-             list[tuple[_Key, str]] | tuple[float, float]]
-"""What the thread reads: each key with a phrase that matches it, or the vocabulary at these
-weights."""
+_Job = tuple[Callable[[], sqlite3.Connection], object, list[tuple[_Key, str]] | tuple[float, float]]
+"""What the thread reads: each key with a phrase that matches it, or the vocabulary (weights)."""
 _Write = tuple[object, np.ndarray, np.ndarray]
+
+_UNSCORED = np.zeros(0, np.float64)  # a phrase kept as counts and lengths (PhraseScores._scores)
 
 
 def _state_of(conn: sqlite3.Connection) -> object:
@@ -112,6 +112,8 @@ class PhraseScores:
         """Every row's length in tokens, by rowid, at ``_lengths_at``: what makes a phrase
         read whole carryable (read once on the thread, then patched by this process's writes)."""
         self._lengths_at: object = None
+        self._totals: tuple[int, int] | None = None
+        self._totals_at: object = None
         self._rows_of: dict[str, int] = {}
         self._held = 0
         self._lock = threading.Lock()
@@ -120,18 +122,15 @@ class PhraseScores:
         self._worker: threading.Thread | None = None
         self._later = threading.local()
         self._closed = False
-        self.reads = 0
-        """Phrases read from FTS5 alone since the start (a test's and a benchmark's measure)."""
-        self.carries = 0
-        """Phrases carried across a write instead of read again (tests, benchmarks)."""
+        self.reads = self.carries = 0
+        """Phrases read from FTS5 alone, and carried across a write instead (tests, benchmarks)."""
 
     @property
     def held(self) -> int:
         return self._held
 
     def state(self, conn: sqlite3.Connection) -> object:
-        """The index state ``conn`` reads (its transaction's, within one)."""
-        return _state_of(conn)
+        return _state_of(conn)  # (the index state conn reads: its transaction's, within one)
 
     def wrote(self, before: object, after: object, removed: Sequence[int],
               inserted: Sequence[int]) -> None:
@@ -186,11 +185,13 @@ class PhraseScores:
                     return None
             parts = []
             for i, got in enumerate(kept):
-                if got is None and rows[i] != 0:
+                scores = None if got is None else self._scores(conn, state, got)
+                if scores is None and rows[i] != 0:
                     got = bm25_rows.read(conn, phrases[i], weights, self._lengths_of(state))
                     self._keep(state, keys[i], got)
-                if got is not None:
-                    parts.append((got.rowids, got.scores))
+                    scores = got.scores
+                if got is not None and scores is not None:
+                    parts.append((got.rowids, scores))
         finally:
             if began:
                 conn.execute("COMMIT")
@@ -203,10 +204,8 @@ class PhraseScores:
         with self._lock:
             self._state, self._held, self._warmed_at = None, 0, None
             self._lengths = self._lengths_at = None
-            self._kept.clear()
-            self._before.clear()
-            self._rows_of.clear()
-            self._queued.clear()
+            for held in (self._kept, self._before, self._rows_of, self._queued):
+                held.clear()
 
     def close(self) -> None:
         """No more reading on the thread (the manifest is closing its connections)."""
@@ -261,6 +260,23 @@ class PhraseScores:
             rows.append(count)
             bounds.append(count)
         return state, kept, rows, bounds
+
+    def _scores(self, conn: sqlite3.Connection, state: object, rows: Rows) -> np.ndarray | None:
+        """A kept phrase's scores: a carryable one is kept as its rows' counts and lengths
+        alone (8 bytes a row, not 16) and scored here for this state, the same doubles as
+        FTS5's (:func:`bm25_rows.solve_freq` checked them, by the same function)."""
+        if rows.freq is None or rows.length is None or rows.scores.size == rows.size:
+            return rows.scores
+        with self._lock:
+            totals = self._totals if self._totals_at == state else None
+        if totals is None:
+            totals = bm25_rows.table_totals(conn)
+            if totals is None:
+                return None
+            with self._lock:
+                self._totals, self._totals_at = totals, state
+        return bm25_rows.bm25(bm25_rows.idf(totals[0], rows.size), rows.freq, rows.length,
+                              bm25_rows.avgdl(totals))
 
     def _count(self, conn: sqlite3.Connection, state: object, phrase: str, key: _Key) -> int:
         count = int(conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
@@ -424,6 +440,8 @@ class PhraseScores:
                                 conn, phrase, (key[1], key[2]), self._lengths_of(state)))
                 finally:
                     conn.execute("COMMIT")
+                if len(wanted) > 100:  # (each phrase's rows passed through Python objects)
+                    release_free_memory()
             except Exception:  # a closed or damaged manifest: searches read what they need
                 pass
             finally:
@@ -447,7 +465,7 @@ class PhraseScores:
                 else:
                     old = self._kept.popitem(last=False)[1]
                 self._held -= old.size
-            self._kept[key] = scores
+            self._kept[key] = scores if scores.freq is None else scores._replace(scores=_UNSCORED)
             self._held += size
 
 
