@@ -34,12 +34,12 @@ above run with ``MDSEARCH_BACKGROUND=off``): search, keyword search, the search 
 save, ``index`` after it and the no-op ``index`` all ask it through its socket (``status`` reads
 the index itself). And the background process's RSS after the rounds.
 
-**In process**: ``Workspace.open(vault, "read")`` and ``search`` of ``--queries`` nl2bash queries
-(hybrid, k 10; each query new, so neither the result cache nor the query vectors' answers),
-p50/p95 per vault: as a CLI search
-runs it; as a server runs it right after it read the index's common words (``warmed``: other
-questions, none answered before, and the seconds the warm took); and after it has also answered
-100 other questions (``kept``).
+**In process**: ``search`` of ``--queries`` nl2bash queries (hybrid, k 10; each query new, so
+neither the result cache nor the query vectors' answers), p50/p95 per vault: as a CLI search runs
+it (``Workspace.open(vault, "read")``); as a server runs it (an open for writing, role
+``server``) right after it read the index's common words (``warmed``: other questions, none
+answered before, and the seconds the warm took); and after it has also answered 100 other
+questions (``kept``).
 
 **The language server**: from ``initialized`` to its first non-empty ``workspace/symbol`` answer
 on the indexed vault, its RSS once its start-up scan is done (idle), and the lowest RSS in the
@@ -303,49 +303,50 @@ def background(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[st
 
 
 def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str]) -> dict[str, Any]:
-    """Hybrid search in this process, k=10: as a CLI search runs it (``p50_ms``), and as a
-    server runs it, keeping keyword scores (engine/index/phrase_scores.py): ``warmed_*`` once it
-    has read the index's common words after its first search (``warm_s``, ``kept_rows``), for
-    the ``new`` questions, and ``kept_*`` once it has also answered the ``warm`` questions (none
-    of them one of ``qs``)."""
+    """Hybrid search in this process, k=10: as a CLI search runs it (``p50_ms``: a read-only
+    open), and as a server runs it (an open for writing with the role ``server``, which keeps
+    keyword scores: engine/index/phrase_scores.py): ``warmed_*`` once it has read the index's
+    common words after its first search (``warm_s``, ``kept_rows``), for the ``new``
+    questions, and ``kept_*`` once it has also answered the ``warm`` questions (none of them one
+    of ``qs``)."""
     from mdsearch_ls.config import Settings
     from mdsearch_ls.engine.api import SearchRequest, Workspace, create_embedder
-    from mdsearch_ls.engine.search.keyword import STOPWORDS
 
-    ws = Workspace.open(vault, Settings(), "read", embedder=create_embedder(Settings()))
+    embedder = create_embedder(Settings())
+
+    def run(ws: Workspace, questions: list[str]) -> list[float]:
+        # No answer to an earlier question is reused, nor its query vector: a question a
+        # server has not met costs its embedding too.
+        ws.searcher._cache.clear()
+        embedder._cache.clear()  # type: ignore[attr-defined]
+        ms = []
+        for q in questions:
+            t0 = time.perf_counter()
+            ws.search(SearchRequest.build(q, k=10))
+            ms.append((time.perf_counter() - t0) * 1000)
+        return ms
+
+    ws = Workspace.open(vault, Settings(), "read", embedder=embedder)
     try:
         t0 = time.perf_counter()
         ws.search(SearchRequest.build("warm up: load the model and the tables", k=10))
         first = time.perf_counter() - t0
-
-        def run(questions: list[str]) -> list[float]:
-            # No answer to an earlier question is reused, nor its query vector: a question a
-            # server has not met costs its embedding too.
-            ws.searcher._cache.clear()
-            ws.embedder._cache.clear()  # type: ignore[attr-defined]
-            ms = []
-            for q in questions:
-                t0 = time.perf_counter()
-                ws.search(SearchRequest.build(q, k=10))
-                ms.append((time.perf_counter() - t0) * 1000)
-            return ms
-
-        ms = run(qs)
-        try:
-            ws.manifest.keep_phrase_scores(warm=STOPWORDS)  # as a server's open does
-        except TypeError:  # (an engine from before the warm: paired runs)
-            ws.manifest.keep_phrase_scores()
+        ms = run(ws, qs)
+    finally:
+        ws.close()
+    ws = Workspace.open(vault, Settings(), "write", embedder=embedder, role="server")
+    try:
         kept_scores = ws.manifest.phrase_scores
         assert kept_scores is not None
         t0 = time.perf_counter()
         ws.search(SearchRequest.build(warm[0], k=10))
         kept_scores.settle()
         warm_s, kept_rows = time.perf_counter() - t0, kept_scores.held
-        warmed = run(new)
+        warmed = run(ws, new)
         for q in warm[1:]:
             ws.search(SearchRequest.build(q, k=10))
         kept_scores.settle()
-        kept = run(qs)
+        kept = run(ws, qs)
     finally:
         ws.close()
     return {"first_search_s": round(first, 2), "p50_ms": round(statistics.median(ms), 1),
