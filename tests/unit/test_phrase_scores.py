@@ -456,7 +456,9 @@ def test_the_warm_keeps_the_commonest_words_within_its_share_of_the_budget(manif
     assert all(count[w] > 400 * WARM_SHARE - sum(rows.values()) for w in left_out)
 
 
-def test_a_warm_after_a_write_by_another_process_reads_the_new_state(tmp_path, manifest):
+def test_a_warm_after_a_write_by_another_process_reads_the_new_state(tmp_path, manifest,
+                                                                    monkeypatch):
+    monkeypatch.setattr("mdsearch_ls.engine.index.phrase_scores.WARM_AGAIN_S", 0.0)
     reader = Manifest(manifest.path, read_only=True)
     try:
         scores = _warming(reader)
@@ -469,5 +471,22 @@ def test_a_warm_after_a_write_by_another_process_reads_the_new_state(tmp_path, m
         assert "phone" in {key[0] for key in scores._kept}
         for key, rows in _kept_rows(scores).items():
             _same_as_read(reader, key, rows)
+    finally:
+        reader.close()
+
+
+def test_a_reader_beside_a_busy_writer_reads_the_vocabulary_once_in_a_while(manifest):
+    """Each save of another process drops all a reader keeps; reading the vocabulary again
+    after every one would keep a core busy beside an editor saving every few seconds."""
+    reader = Manifest(manifest.path, read_only=True)
+    try:
+        scores = _warming(reader)
+        _both(reader, "laptop", 10)
+        warmed = scores.reads
+        assert warmed > 5
+        for i in range(3):
+            manifest.apply([make_update(f"late{i}.md", ["laptop phone sync"])])
+            _both(reader, "laptop", 10)
+        assert scores.reads - warmed <= 3 * 2  # its own phrases only, never the vocabulary
     finally:
         reader.close()

@@ -1,4 +1,4 @@
-"""What FTS5's tokenizer makes of a phrase, asked of FTS5 itself.
+"""What FTS5's tokenizer makes of a phrase, and which words an index holds, asked of FTS5 itself.
 
 Kept keyword scores (engine/index/phrase_scores.py) are keyed by a phrase's tokens, so that two
 spellings of one word ("shows", "show": the porter stemmer) share what was read. A stemmer of our
@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 
 class Tokens:
@@ -56,3 +57,24 @@ class Tokens:
             if self._db is not None:
                 self._db.close()
             self._db, self._spec = None, ""
+
+
+def word_counts(conn: sqlite3.Connection, state_of: Callable[[sqlite3.Connection], object],
+                ) -> tuple[object, list[tuple[int, str]]]:
+    """Every word of the index ``conn`` reads, with the rows that hold it (FTS5's vocabulary
+    table: 0.3 s for 16k words at 96k chunks), and ``state_of`` the snapshot they were read in.
+    On a connection of its own, read-only: a reader's own connection is query-only, and the
+    vocabulary table is a (temporary) table to create."""
+    where = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
+    if not where:
+        return None, []
+    db = sqlite3.connect(f"{Path(where).as_uri()}?mode=ro", uri=True)
+    try:
+        db.execute("CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, chunks_fts, 'row')")
+        db.execute("BEGIN")
+        state = state_of(db)
+        counts = db.execute("SELECT doc, term FROM temp.words").fetchall()
+        db.execute("COMMIT")
+    finally:
+        db.close()
+    return state, counts

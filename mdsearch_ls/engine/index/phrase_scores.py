@@ -37,16 +37,16 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
-from pathlib import Path
 
 import numpy as np
 
 from mdsearch_ls.engine.embedding.onnx_backend import release_free_memory
 from mdsearch_ls.engine.index import bm25_rows
 from mdsearch_ls.engine.index.bm25_rows import Rows
-from mdsearch_ls.engine.index.fts_tokens import Tokens
+from mdsearch_ls.engine.index.fts_tokens import Tokens, word_counts
 
 COMMON_ROWS = 500
 """A phrase matching at least this many rows is kept; a rarer one costs less to read again."""
@@ -74,8 +74,11 @@ searches need later (pairs, rarer words) has room without pushing those out. At 
 new questions' keyword lists took 10 ms (p50) with every common word kept (2.5M rows), 14 with
 the commonest 1.8M, 19 with none (benchmarks/scale_bench.py)."""
 
-_Key = tuple[str, float, float]
-"""``(tokens, title weight, body weight)``: the phrase as the table's tokenizer makes it."""
+WARM_AGAIN_S = 300.0
+"""The vocabulary is read again at most this often (a reader loses all it keeps at each save of
+another process: 6 s of reading at 96k chunks after each would keep a core busy)."""
+
+_Key = tuple[str, float, float]  # (the phrase's tokens, title weight, body weight)
 _Job = tuple[Callable[[], sqlite3.Connection], object, list[tuple[_Key, str]] | tuple[float, float]]
 """What the thread reads: each key with a phrase that matches it, or the vocabulary (weights)."""
 _Write = tuple[object, np.ndarray, np.ndarray]
@@ -101,7 +104,7 @@ class PhraseScores:
         self.common_rows = common_rows
         self.carry = carry
         self.warm = None if warm is None else frozenset(warm)
-        self._warmed_at: object = None
+        self._warmed_at: tuple[object, float] = (None, -WARM_AGAIN_S)
         self._tokens = Tokens()
         self._state: object = None
         self._kept: OrderedDict[_Key, Rows] = OrderedDict()
@@ -202,7 +205,7 @@ class PhraseScores:
         search after one)."""
         self.settle()
         with self._lock:
-            self._state, self._held, self._warmed_at = None, 0, None
+            self._state, self._held, self._warmed_at = None, 0, (None, -WARM_AGAIN_S)
             self._lengths = self._lengths_at = None
             for held in (self._kept, self._before, self._rows_of, self._queued):
                 held.clear()
@@ -360,9 +363,10 @@ class PhraseScores:
         """Queue the vocabulary warm once per state that holds nothing yet (a start, or a
         write by another process: this process's own writes carry what it holds)."""
         with self._lock:
-            if self._warmed_at == state or self._held or state != self._state:
+            now, (at, when) = time.monotonic(), self._warmed_at
+            if at == state or self._held or state != self._state or now < when + WARM_AGAIN_S:
                 return
-            self._warmed_at = state
+            self._warmed_at = (state, now)
         self._put((connect, state, weights))
 
     def _put(self, job: _Job) -> None:
@@ -375,26 +379,12 @@ class PhraseScores:
 
     def _vocabulary(self, conn: sqlite3.Connection, state: object,
                     weights: tuple[float, float]) -> list[tuple[_Key, str]]:
-        """The commonest words of the index, commonest first, up to ``WARM_SHARE`` of the
-        budget, each a word that reads as itself (its own phrase makes the same token). The
-        list only says what to read: the reading, on ``conn``, is of its state. Every word's
-        row count is noted on the way when it is this state's (FTS5's own vocabulary table,
-        on a connection of its own: a reader's is query-only), so a search counts no word."""
-        where = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
-        if not where:
-            return []
-        vocabulary = sqlite3.connect(f"{Path(where).as_uri()}?mode=ro", uri=True)
-        try:
-            vocabulary.execute("CREATE VIRTUAL TABLE temp.words USING "
-                               "fts5vocab(main, chunks_fts, 'row')")
-            vocabulary.execute("BEGIN")
-            same = _state_of(vocabulary) == state
-            counts = vocabulary.execute("SELECT doc, term FROM temp.words").fetchall()
-            vocabulary.execute("COMMIT")
-        finally:
-            vocabulary.close()
+        """The index's commonest words, commonest first, up to ``WARM_SHARE`` of the budget, each
+        one that reads as itself, for ``conn`` to read (the list is from a connection of its own:
+        a reader's is query-only); every word's row count is noted when it is this state's."""
+        counted_at, counts = word_counts(conn, _state_of)
         with self._lock:
-            if same and state == self._state:
+            if counted_at == state and state == self._state:
                 self._rows_of.update((term, n) for n, term in counts)
         skip = self.warm or frozenset()
         words: list[str] = []
