@@ -440,6 +440,27 @@ def test_the_warm_reads_the_commonest_words_before_a_question_needs_them(manifes
         _same_as_read(manifest, key, rows)
 
 
+def test_after_the_warm_a_pair_of_counted_words_is_read_without_a_count(manifest):
+    """The warm notes every word's row count; a pair can hold no more rows than its rarer
+    word, so when that bound keeps the query warm the pair is read straight away: no FTS5
+    count for a word or a pair, and still FTS5's list."""
+    scores = _warming(manifest)
+    _both(manifest, "laptop", 10)
+    query = "sort the current directory by size"
+    terms = keyword.or_terms(query, pairs=True)
+    assert any(" " in t for t in terms)
+    conn = manifest._conn()
+    asked: list[str] = []
+    conn.set_trace_callback(asked.append)
+    try:
+        summed = manifest.keyword_search(" OR ".join(terms), 30, None, (4.0, 1.0), terms)
+    finally:
+        conn.set_trace_callback(None)
+    assert not [q for q in asked if "count(*)" in q]
+    assert summed == manifest.keyword_search(" OR ".join(terms), 30, None, (4.0, 1.0))
+    assert scores.reads > 0
+
+
 def test_the_warm_keeps_the_commonest_words_within_its_share_of_the_budget(manifest):
     from mdsearch_ls.engine.index.phrase_scores import WARM_SHARE
 

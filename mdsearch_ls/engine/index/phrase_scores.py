@@ -125,15 +125,18 @@ class PhraseScores:
         self._worker: threading.Thread | None = None
         self._later = threading.local()
         self._closed = False
-        self.reads = self.carries = 0
-        """Phrases read from FTS5 alone, and carried across a write instead (tests, benchmarks)."""
+        self.reads = 0
+        """Phrases read from FTS5 alone since the start (a test's and a benchmark's measure)."""
+        self.carries = 0
+        """Phrases carried across a write instead of read again (tests, benchmarks)."""
 
     @property
     def held(self) -> int:
         return self._held
 
     def state(self, conn: sqlite3.Connection) -> object:
-        return _state_of(conn)  # (the index state conn reads: its transaction's, within one)
+        """The index state ``conn`` reads (its transaction's, within one)."""
+        return _state_of(conn)
 
     def wrote(self, before: object, after: object, removed: Sequence[int],
               inserted: Sequence[int]) -> None:
@@ -361,7 +364,8 @@ class PhraseScores:
     def _warm_vocabulary(self, connect: Callable[[], sqlite3.Connection], state: object,
                          weights: tuple[float, float]) -> None:
         """Queue the vocabulary warm once per state that holds nothing yet (a start, or a
-        write by another process: this process's own writes carry what it holds)."""
+        write by another process: this process's own writes carry what it holds), and not
+        again within ``WARM_AGAIN_S`` of the last one."""
         with self._lock:
             now, (at, when) = time.monotonic(), self._warmed_at
             if at == state or self._held or state != self._state or now < when + WARM_AGAIN_S:
