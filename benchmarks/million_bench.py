@@ -2,13 +2,16 @@
 
     PYTHONPATH=. python benchmarks/million_bench.py [--chunks 1000000] [--sections 8]
                                                     [--work /tmp/million] [--out FILE] [--keep]
-                                                    [--chroma-server]
+                                                    [--chroma-server] [--steps a,b,...]
+                                                    [--real-index DIR]
 
 Embedding a million real chunks takes hours on this machine, so **the model is the only fake
-part**: a stand-in embedder returns vectors shaped like the real model's (each text's vector is
-one of the real all-MiniLM-L6-v2 vectors of an existing tldr index, picked by the text's hash
-and perturbed by Gaussian noise of sigma 0.03, then normalised; random unit vectors when no real
-index is at hand). Everything else is the engine's own: notes written to disk (tldr pages at
+part** of the index: a stand-in embedder returns vectors shaped like the real model's (each
+text's vector is one of the real all-MiniLM-L6-v2 vectors of an existing tldr index, under
+``--real-index``, by default ``scale_bench.py``'s, picked by the text's hash and perturbed by
+Gaussian noise of sigma 0.03, then normalised; random unit vectors when no real index is at
+hand, and the results' ``embedder`` says which). Questions (the ``queries`` step) are embedded
+by the real model. Everything else is the engine's own: notes written to disk (tldr pages at
 ``/work/shared/corpora/tldr/pages`` turned into notes of ``--sections`` headed sections, each
 note numbered so no two sections embed the same text), ``Workspace.open`` as the writer, the
 scan, the chunker, the vector cache, the Chroma upserts, the manifest and FTS5 transactions,
@@ -22,7 +25,13 @@ and the anonymous / file-backed split sampled from ``/proc/self/status`` every 0
   (the query vector from the stand-in: no model load is counted);
 - ``keyword``: a read-only open and a keyword search;
 - ``noop``: a writer's open, ``index()`` with nothing changed, close;
-- ``update``: a writer's open, one note edited and ``update([it])``, the search after it, close.
+- ``update``: a writer's open, one note edited and ``update([it])``, the search after it, close;
+- ``queries``: hybrid p50/p95 in process over 40 nl2bash questions as typed, k=10, as a CLI
+  search runs it and as a server does (``scale_bench.in_process``: the same parts as at 96k),
+  and each list alone (``--mode semantic`` / ``keyword``) as a CLI search runs it.
+
+A step run alone (``--steps queries``, with ``--keep`` before) replaces only its own entry of
+the results.
 
 With ``--chroma-server`` the vectors go to a real ``chroma run`` on loopback (the
 ``chroma_url`` setting), and the server's own peak RSS is reported beside each step's.
@@ -40,6 +49,7 @@ import os
 import resource
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import threading
@@ -50,7 +60,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 TLDR = REPO.parent / "shared" / "corpora" / "tldr" / "pages"
-REAL_INDEX = Path("/tmp/scale/cache/indexes")  # a real tldr index, read-only, if present
+BUDGET_ENV = "MILLION_BENCH_PHRASE_BUDGET"
+"""``--phrase-budget``: the kept keyword rows of the ``queries`` step's server (a probe)."""
+REAL_INDEX_ENV = "MILLION_BENCH_REAL_INDEX"
+"""Where the steps look for a real tldr index (``--real-index``; read-only)."""
 DIM = 384
 NOTES_PER_DIR = 1000
 CHROMA_URL_ENV = "MILLION_BENCH_CHROMA_URL"
@@ -61,10 +74,15 @@ CHROMA_URL_ENV = "MILLION_BENCH_CHROMA_URL"
 
 
 def real_vectors(limit: int = 20_000) -> Any:
-    """Real all-MiniLM-L6-v2 vectors of a tldr index on this machine (read-only), or None."""
+    """Real all-MiniLM-L6-v2 vectors of a tldr index on this machine (read-only), or None.
+
+    The first index under ``--real-index`` (``scale_bench.py``'s cache by default, whose ``v8``
+    is the tldr pages once) with at least 1,000 vectors."""
     import numpy as np
 
-    for manifest in sorted(REAL_INDEX.glob("*/all-MiniLM-L6-v2-*.sqlite3")):
+    if not os.environ.get(REAL_INDEX_ENV):
+        return None
+    for manifest in sorted(Path(os.environ[REAL_INDEX_ENV]).glob("*/all-MiniLM-L6-v2-*.sqlite3")):
         try:
             with sqlite3.connect(f"file:{manifest}?mode=ro", uri=True) as db:
                 blobs = db.execute("SELECT vector FROM vectors LIMIT ?", (limit,)).fetchall()
@@ -112,6 +130,20 @@ class SyntheticEmbedder:
 
     def embed_query(self, text: str) -> Any:
         return self._one(text)
+
+
+class QueryModel(SyntheticEmbedder):
+    """The stand-in's name and documents, the real model's questions: an index built by the
+    stand-in opens under its name, and a question is embedded as a user's would be (its
+    neighbours are the perturbed real vectors of the pages that answer it)."""
+
+    def __init__(self, base: Any, real: Any) -> None:
+        super().__init__(base)
+        self.real = real
+        self._cache = real._cache  # scale_bench.in_process clears it before each timed run
+
+    def embed_query(self, text: str) -> Any:
+        return self.real.embed_query(text)
 
 
 # ---- the vault ---------------------------------------------------------------------------------
@@ -305,10 +337,60 @@ def phase(name: str, root: Path) -> dict[str, Any]:
         s.start("close")
         ws.close()
         out["close"] = s.end()
+    elif name == "queries":
+        out.update(queries(root))
     else:
         raise SystemExit(f"unknown phase {name}")
     s.stop()
     out["process_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return out
+
+
+def queries(root: Path, n: int = 40) -> dict[str, Any]:
+    """Issue 20's "hybrid p50 < 100 ms at 1M": ``scale_bench.in_process`` on this index.
+
+    The same questions and parts as at 96k (nl2bash questions as typed, k=10, none met before):
+    as a CLI search runs it (a read-only open), and as a server does (an open for writing with
+    the role ``server``) right after it read the index's common words and after 100 other
+    questions. The model's load and its first question are not timed."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import scale_bench
+
+    from mdsearch_ls.config import Settings
+    from mdsearch_ls.engine.api import create_embedder
+
+    settings = Settings(chroma_url=os.environ.get(CHROMA_URL_ENV) or None)
+    if os.environ.get(BUDGET_ENV):  # a probe: what a server that keeps more rows would answer
+        from mdsearch_ls.engine.index import phrase_scores
+
+        init = phrase_scores.PhraseScores.__init__
+        init.__defaults__ = (int(os.environ[BUDGET_ENV]), *(init.__defaults__ or ())[1:])
+    real = create_embedder(settings)
+    real.embed_query("load the model")
+    qs = scale_bench.queries()
+    embedder = QueryModel(real_vectors(), real)
+    out = {"in_process": scale_bench.in_process(root, qs[100: 100 + n], qs[:100], qs[-n:],
+                                                embedder=embedder, settings=settings)}
+    # Which list costs what: each leg alone, as a CLI search runs it (a read-only open).
+    from mdsearch_ls.engine.api import SearchRequest, Workspace
+
+    ws = Workspace.open(root, settings, "read", embedder=embedder)
+    try:
+        ws.search(SearchRequest.build("warm up: load the tables", k=10))
+        legs: dict[str, Any] = {}
+        for mode in ("semantic", "keyword"):
+            ws.searcher._cache.clear()
+            real._cache.clear()
+            ms = []
+            for q in qs[100: 100 + n]:
+                t0 = time.perf_counter()
+                ws.search(SearchRequest.build(q, k=10, mode=mode))
+                ms.append((time.perf_counter() - t0) * 1000)
+            legs[mode] = {"p50_ms": round(statistics.median(ms), 1),
+                          "p95_ms": round(scale_bench.pct(ms, 0.95), 1)}
+        out["alone"] = legs
+    finally:
+        ws.close()
     return out
 
 
@@ -348,6 +430,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep the vectors on a `chroma run` server (the chroma_url setting), "
                          "as the README advises for a vault this size; its own peak RSS is "
                          "reported apart")
+    ap.add_argument("--real-index", type=Path,
+                    default=Path("/tmp/mdsearch-scale/cache/indexes"),
+                    help="indexes to take real vectors from (scale_bench.py's, by default); "
+                         "random unit vectors when none is there")
+    ap.add_argument("--phrase-budget", type=int,
+                    help="the queries step's server keeps this many keyword rows, not "
+                         "phrase_scores.BUDGET (a probe of the memory-for-speed trade)")
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -358,11 +447,18 @@ def main(argv: list[str] | None = None) -> int:
     notes = args.chunks // (args.sections + 1)  # the title section is a chunk too
     work = args.work / f"c{args.chunks}"
     vault, cache = work / "vault", work / "cache"
-    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO),
+           REAL_INDEX_ENV: str(args.real_index),
+           **({BUDGET_ENV: str(args.phrase_budget)} if args.phrase_budget else {})}
+    os.environ[REAL_INDEX_ENV] = str(args.real_index)
     result: dict[str, Any] = {"chunks_asked": args.chunks, "notes": notes,
                               "sections_per_note": args.sections,
-                              "embedder": "synthetic (perturbed real all-MiniLM-L6-v2 vectors)",
-                              "cpus": os.cpu_count(), "load_at_start": os.getloadavg()[0]}
+                              "embedder": "synthetic: " + (
+                                  "perturbed real all-MiniLM-L6-v2 vectors"
+                                  if real_vectors() is not None else "random unit vectors"),
+                              "cpus": os.cpu_count(), "load_at_start": os.getloadavg()[0],
+                              **({"phrase_budget": args.phrase_budget}
+                                 if args.phrase_budget else {})}
     if not vault.exists():
         made = make_vault(vault, notes, args.sections)
         print(f"vault of {notes:,} notes written in {made:.0f}s", file=sys.stderr)
@@ -391,7 +487,12 @@ def main(argv: list[str] | None = None) -> int:
     result["load_at_end"] = os.getloadavg()[0]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(args.out.read_text()) if args.out.exists() else {}
-    previous[f"{args.chunks}{'_chroma_server' if args.chroma_server else ''}"] = result
+    key = f"{args.chunks}{'_chroma_server' if args.chroma_server else ''}"
+    merged = previous.get(key, {})  # a step run alone keeps the other steps' entries
+    for name, value in result.items():
+        old = merged.get(name)
+        merged[name] = {**old, **value} if isinstance(old, dict) and name == "index_mb" else value
+    previous[key] = merged
     args.out.write_text(json.dumps(previous, indent=1) + "\n")
     print(json.dumps(result, indent=1), file=sys.stderr)
     if not args.keep:

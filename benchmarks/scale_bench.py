@@ -302,17 +302,20 @@ def background(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[st
             proc.wait(60)
 
 
-def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str]) -> dict[str, Any]:
+def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str],
+               embedder: Any = None, settings: Any = None) -> dict[str, Any]:
     """Hybrid search in this process, k=10: as a CLI search runs it (``p50_ms``: a read-only
     open), and as a server runs it (an open for writing with the role ``server``, which keeps
     keyword scores: engine/index/phrase_scores.py): ``warmed_*`` once it has read the index's
     common words after its first search (``warm_s``, ``kept_rows``), for the ``new``
     questions, and ``kept_*`` once it has also answered the ``warm`` questions (none of them one
-    of ``qs``)."""
+    of ``qs``). ``million_bench.py`` passes its own ``embedder`` (the real model for questions,
+    under the stand-in's name its index was built with) and ``settings``."""
     from mdsearch_ls.config import Settings
     from mdsearch_ls.engine.api import SearchRequest, Workspace, create_embedder
 
-    embedder = create_embedder(Settings())
+    settings = settings or Settings()
+    embedder = embedder or create_embedder(settings)
 
     def run(ws: Workspace, questions: list[str]) -> list[float]:
         # No answer to an earlier question is reused, nor its query vector: a question a
@@ -326,7 +329,7 @@ def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str]) -> d
             ms.append((time.perf_counter() - t0) * 1000)
         return ms
 
-    ws = Workspace.open(vault, Settings(), "read", embedder=embedder)
+    ws = Workspace.open(vault, settings, "read", embedder=embedder)
     try:
         t0 = time.perf_counter()
         ws.search(SearchRequest.build("warm up: load the model and the tables", k=10))
@@ -334,7 +337,7 @@ def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str]) -> d
         ms = run(ws, qs)
     finally:
         ws.close()
-    ws = Workspace.open(vault, Settings(), "write", embedder=embedder, role="server")
+    ws = Workspace.open(vault, settings, "write", embedder=embedder, role="server")
     try:
         kept_scores = ws.manifest.phrase_scores
         assert kept_scores is not None
@@ -347,6 +350,9 @@ def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str]) -> d
             ws.search(SearchRequest.build(q, k=10))
         kept_scores.settle()
         kept = run(ws, qs)
+        # its own memory (the kept rows among it), not the mapped snapshot's page cache
+        anon_mb = round(int(Path("/proc/self/status").read_text().split("RssAnon:")[1]
+                            .split()[0]) / 1024)
     finally:
         ws.close()
     return {"first_search_s": round(first, 2), "p50_ms": round(statistics.median(ms), 1),
@@ -355,7 +361,8 @@ def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str]) -> d
             "warmed_p50_ms": round(statistics.median(warmed), 1),
             "warmed_p95_ms": round(pct(warmed, 0.95), 1), "warmed_n": len(warmed),
             "kept_p50_ms": round(statistics.median(kept), 1),
-            "kept_p95_ms": round(pct(kept, 0.95), 1), "kept_after_questions": len(warm)}
+            "kept_p95_ms": round(pct(kept, 0.95), 1), "kept_after_questions": len(warm),
+            "server_anon_mb": anon_mb}
 
 
 def synthetic(vault: Path, sizes: list[int], qs: list[str]) -> dict[str, Any]:
