@@ -511,3 +511,22 @@ def test_a_reader_beside_a_busy_writer_reads_the_vocabulary_once_in_a_while(mani
         assert scores.reads - warmed <= 3 * 2  # its own phrases only, never the vocabulary
     finally:
         reader.close()
+
+
+def test_a_warm_grows_the_budget_with_the_table_past_its_default(manifest, monkeypatch):
+    """Past BUDGET / PER_ROW rows (100k) a server keeps PER_ROW rows a row of the table, so
+    that a million chunks' common words fit; below it, the budget it was given stays."""
+    from mdsearch_ls.engine.index import phrase_scores
+
+    rows = manifest._conn().execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
+    kept = _warming(manifest)
+    _both(manifest, "laptop", 10)
+    kept.settle()
+    assert kept.budget == phrase_scores.BUDGET  # 130 rows: far below
+    kept.close()
+    manifest.phrase_scores = None
+    monkeypatch.setattr(phrase_scores, "BUDGET", phrase_scores.PER_ROW * rows - 1)
+    grown = _warming(manifest, budget=400)
+    _both(manifest, "laptop", 10)
+    grown.settle()
+    assert grown.budget == phrase_scores.PER_ROW * rows

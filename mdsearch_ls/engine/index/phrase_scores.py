@@ -55,7 +55,12 @@ BUDGET = 4_000_000
 """Rows kept over all phrases (8 bytes each in a writer, which keeps counts and lengths to carry
 them; 12 in a reader, which keeps scores: 32-48 MB at most); the least recently used phrase
 goes first. At 96k chunks the words of 500+ rows but stopwords hold 2.5M rows (all kept by the
-warm), the phrases of 500+ rows of all 365 nl2bash questions 3.1M."""
+warm), the phrases of 500+ rows of all 365 nl2bash questions 3.1M. Past 100k rows, see PER_ROW."""
+
+PER_ROW = 40
+"""A warm grows the budget to this many rows a row of the table: at a million chunks the words of
+500+ rows hold 17.2M rows; a server then answered in 43-76 ms p50 instead of 286-452, for 81-92
+MB more of its own memory (million_bench.py --steps queries, December 2026)."""
 
 COLD_SHARE = 3
 """Ask FTS5 the whole query when over 1/COLD_SHARE of the rows the phrases match are in phrases
@@ -390,6 +395,8 @@ class PhraseScores:
         with self._lock:
             if counted_at == state and state == self._state:
                 self._rows_of.update((term, n) for n, term in counts)
+        if (totals := bm25_rows.table_totals(conn)) and PER_ROW * totals[0] > BUDGET:
+            self.budget = max(self.budget, PER_ROW * totals[0])
         skip = self.warm or frozenset()
         words: list[str] = []
         room = self.budget * WARM_SHARE
