@@ -58,9 +58,9 @@ goes first. At 96k chunks the words of 500+ rows but stopwords hold 2.5M rows (a
 warm), the phrases of 500+ rows of all 365 nl2bash questions 3.1M. Past 100k rows, see PER_ROW."""
 
 PER_ROW = 40
-"""A warm grows the budget to this many rows a row of the table: at a million chunks the words of
-500+ rows hold 17.2M rows; a server then answered in 43-76 ms p50 instead of 286-452, for 81-92
-MB more of its own memory (million_bench.py --steps queries, December 2026)."""
+"""A warm grows the budget to this many rows a row of the table (at most 320-480 MB at a million
+chunks). There the words of 500+ rows hold 17.2M rows; kept, a server answered in 43-76 ms p50,
+not 286-452, for 81-92 MB more (million_bench.py --steps queries, December 2026)."""
 
 COLD_SHARE = 3
 """Ask FTS5 the whole query when over 1/COLD_SHARE of the rows the phrases match are in phrases
