@@ -147,9 +147,10 @@ class Workspace(WriterOpen):
         self.healed: str | None = None
         """What was damaged and what opening did about it, once, for a person to read (CLI
         stderr, an editor's ``window/showMessage``); None when the index opened sound."""
+        self.vectors_moved: str | None = None
+        """The vectors were last kept elsewhere and this open copied them all (logged before)."""
         self.repaired: int | None = None
-        self.store = None
-        self.indexer = None
+        self.store = self.indexer = None
         self._damaged_dir: Path | None = None
         self._stale_vectors = False
         self.read_only_reason: str | None = None
@@ -201,8 +202,6 @@ class Workspace(WriterOpen):
             raise not_indexed from None
         except sqlite3.DatabaseError as exc:
             raise self._damage_error(exc) from exc
-        self.store = None
-        self.indexer = None
         self.searcher = Searcher(self.manifest, None, self.embedder,
                                  per_file=self.settings.per_file)
 

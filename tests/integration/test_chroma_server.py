@@ -10,6 +10,7 @@ nothing written.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -28,6 +29,7 @@ from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import VectorServerError
 from mdsearch_ls.engine.index.layout import collection_name, space_name
 from mdsearch_ls.engine.index.vector_store import ChromaStore
+from mdsearch_ls.engine.service.folder import IndexedFolder
 from mdsearch_ls.engine.workspace import Workspace
 from tests.chroma_server import ChromaServer, free_port
 from tests.conftest import EXAMPLE_VAULT, REPO, FakeEmbedder, copy_vault, write_note
@@ -169,6 +171,54 @@ def test_a_manifest_restored_from_a_backup_is_checked_against_the_server(
         ws.index()
         assert snapshot(ws).chunk_ids == newer
         assert_consistent(ws)
+
+
+def test_an_index_opened_without_its_server_says_so_before_it_copies_the_vectors(
+    chroma_server, tmp_path, caplog
+):
+    """A ``chroma_url`` set in one front end and forgotten in another: the open keeps the
+    vectors where its settings say (the index folder), but warns before it copies them all
+    there (minutes at a million chunks), names the server to set back, and counts no damage;
+    once, and the way back to the server is said the same way, by the folder service too."""
+    vault = copy_vault(tmp_path / "vault")
+    index = tmp_path / "index"
+    settings = remote(chroma_server)
+    with Workspace.open(vault, settings, embedder=FakeEmbedder(), index_dir=index) as ws:
+        ws.index()
+        want, want_hits = snapshot(ws), hits(ws)
+        assert ws.vectors_moved is None  # a new index: kept nowhere before
+    model = FakeEmbedder()
+    caplog.set_level(logging.INFO, logger="mdsearch_ls")
+    with Workspace.open(vault, Settings(), embedder=model, index_dir=index) as ws:
+        said = ws.vectors_moved
+        assert said and f"were kept on the Chroma server at {chroma_server.url};" in said
+        assert f"keeps them in {index / 'chroma'}" in said
+        assert f"{len(want.chunk_ids):,} chunks" in said
+        assert f"Set chroma_url (--chroma-url) to {chroma_server.url}" in said
+        assert ws.repaired == 0  # a move, not damage
+        assert not ws.store.remote and ws.store.count() == len(want.chunk_ids)
+        assert snapshot(ws) == want and hits(ws) == want_hits
+        assert_consistent(ws)
+    assert model.documents_embedded == 0
+    messages = [r.getMessage() for r in caplog.records]
+    copied = [i for i, m in enumerate(messages) if m.startswith("moving the vectors")]
+    assert copied and messages.index(said) < copied[0]  # warned before the copy
+    assert not [m for m in messages if m.startswith("repairing index")]
+    with Workspace.open(vault, Settings(), embedder=model, index_dir=index) as ws:
+        assert ws.vectors_moved is None  # said once: the index folder is where they are now
+    shown: list[tuple[str, str]] = []
+    folder = IndexedFolder(vault, Settings(chroma_url=chroma_server.url, index_dir=str(index)),
+                           model, on_message=lambda text, level: shown.append((text, level)))
+    try:
+        assert folder.start_index().result(timeout=120) is not None
+        assert folder.ws.store.remote and snapshot(folder.ws) == want
+    finally:
+        folder.close()
+    moves = [(text, level) for text, level in shown if "were kept" in text]
+    assert len(moves) == 1 and moves[0][1] == "warning"
+    assert f"were kept in {index / 'chroma'}; this open keeps them on the Chroma server at " \
+        f"{chroma_server.url}" in moves[0][0] and "Set chroma_url" not in moves[0][0]
+    assert model.documents_embedded == 0
 
 
 # ---- a server that is down, answers garbage, or never answers -------------------------------
@@ -380,6 +430,35 @@ def test_a_search_while_the_server_is_down_reads_the_index_as_it_is(tmp_path):
     assert "does not answer" in done.stderr
     assert "searching the index as it is, without updating it" in done.stderr
 
+
+
+@pytest.mark.slow
+def test_the_cli_warns_before_it_moves_the_vectors_off_a_server_it_was_not_given(
+    chroma_server, tmp_path
+):
+    """Real model, whole processes: ``mdsearch index`` without ``--chroma-url`` brings the index
+    in line with its settings (the vectors in the index folder), saying first, on stderr, where
+    they were and how to keep them there; once. A search of it needs no Chroma at all."""
+    vault = tmp_path / "vault"
+    rel = "operations/Crisis management and escalation.md"
+    (vault / rel).parent.mkdir(parents=True)
+    shutil.copy2(EXAMPLE_VAULT / rel, vault / rel)
+    cache = tmp_path / "cache"
+    done, _ = run_cli("index", str(vault), "--chroma-url", chroma_server.url, cache=cache,
+                      timeout=600)
+    assert done.returncode == 0, done.stderr
+    done, _ = run_cli("index", str(vault), cache=cache, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert f"were kept on the Chroma server at {chroma_server.url};" in done.stderr
+    assert f"Set chroma_url (--chroma-url) to {chroma_server.url}" in done.stderr
+    assert "repairing" not in done.stderr and "Traceback" not in done.stderr
+    write_note(vault, "later.md", "# Later\n\nWritten after the move.\n")
+    done, _ = run_cli("index", str(vault), cache=cache, timeout=600)
+    assert done.returncode == 0 and "were kept" not in done.stderr, done.stderr
+    done, _ = run_cli("search", "crisis escalation threshold", "--root", str(vault), "-k", "1",
+                      "--json", "--no-background", cache=cache, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert f'"{rel}"' in done.stdout and "were kept" not in done.stderr
 
 
 def test_a_long_running_server_shows_the_folder_in_error_when_chroma_does_not_answer(tmp_path):

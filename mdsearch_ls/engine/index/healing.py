@@ -33,6 +33,7 @@ from mdsearch_ls.engine.index.manifest import Manifest, is_damage
 from mdsearch_ls.engine.index.vector_store import (
     BEHIND,
     STORE_FILES,
+    VECTORS_AT,
     ChromaStore,
     DeferredStore,
     StoreError,
@@ -192,9 +193,12 @@ class WriterOpen:
             else:
                 # The manifest is the truth: repair what a crash between the Chroma write and
                 # the manifest write left, before anything reads (``--no-update``, status).
-                self.repaired = self.indexer.reconcile()
+                self.vectors_moved = self._note_move()
+                self.repaired = self.indexer.reconcile(moved=self.vectors_moved is not None)
                 self._catch_up()
                 problem = self.store.probe(self.manifest.sample_vectors(_PROBES))
+            if self.manifest.get_meta(VECTORS_AT) != (here := self.settings.chroma_url or ""):
+                self.manifest.set_meta(VECTORS_AT, here)
         except sqlite3.DatabaseError as exc:
             if is_damage(exc):
                 raise _Damaged("manifest", str(exc), manifest_files) from exc
@@ -205,6 +209,24 @@ class WriterOpen:
             raise _Damaged("vector store", short_error(exc), damaged_files) from exc
         if problem:
             raise _Damaged("vector store", problem, damaged_files)
+
+    def _note_move(self) -> str | None:
+        """When the last writer kept the vectors elsewhere (a Chroma server, the index folder,
+        another server), this open copies every one of them from the vector cache into the
+        store it has: say so before the copy, which takes minutes at a million chunks, because
+        the usual cause is a ``chroma_url`` set in one front end and forgotten in another."""
+        was, here = self.manifest.get_meta(VECTORS_AT), self.settings.chroma_url or ""
+        if was is None or was == here or not (chunks := self.manifest.counts()[1]):
+            return None
+        old = f"on the Chroma server at {was}" if was else f"in {self._chroma_dir}"
+        new = f"on the Chroma server at {here}" if here else f"in {self._chroma_dir}"
+        back = f" Set chroma_url (--chroma-url) to {was} to keep using it." if was else ""
+        said = (f"{self.root}: the vectors of this index were kept {old}; this open keeps them "
+                f"{new} and copies there what they lack of its {chunks:,} chunks from the "
+                f"index's vector cache (nothing is embedded again; a million chunks into an "
+                f"empty store take minutes).{back}")
+        log.warning("%s", said)  # now, before the copy (a front end shows it once, after)
+        return said
 
     def _seal_and_close(self, *, release: bool = False) -> None:
         """Close the vector store cleanly (``release``: to be opened again on its next use):

@@ -130,21 +130,22 @@ class Indexer:
             return False
         return self.store.count() == self.manifest.counts()[1]
 
-    def reconcile(self) -> int:
+    def reconcile(self, moved: bool = False) -> int:
         """Make Chroma agree with the manifest; returns how many ids were fixed.
 
         A full comparison only when the last writer did not close cleanly (or Chroma's size
-        disagrees): its cost then is the index's size, otherwise two counts."""
+        disagrees): its cost then is the index's size, otherwise two counts. ``moved``: the
+        vectors were last kept elsewhere, so filling this store is a move, not damage."""
         import numpy as np
 
         # deferred: nothing to compare with; the next writer that opens Chroma does it
         if self.trusted or isinstance(self.store, DeferredStore) or (
                 not self._store_dirty and self._store_known_clean()):
             return 0
-        # Left behind on purpose (DeferredStore) is no damage: caught up quietly, not counted.
-        planned = self.manifest.get_meta(STORE_CLEAN) == DEFERRED
-        said, fix = ((log.info, "catching up the vector store") if planned
-                     else (log.warning, "repairing index"))
+        # Left behind on purpose (DeferredStore), or moved: no damage, not counted.
+        planned = moved or self.manifest.get_meta(STORE_CLEAN) == DEFERRED
+        said, fix = ((log.info, "moving the vectors" if moved else "catching up the vector "
+                      "store") if planned else (log.warning, "repairing index"))
         want = self.manifest.chunk_ids()
         have = self.store.all_ids()
         extra = sorted(have - want)

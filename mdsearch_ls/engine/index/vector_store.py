@@ -99,6 +99,9 @@ STORE_FILES = "store_files"
 """Manifest meta: :func:`folder_fingerprint` of Chroma's folder at the last clean close."""
 BEHIND = "chroma_behind"
 """Manifest meta: the notes a :class:`DeferredStore` writer wrote without Chroma (JSON)."""
+VECTORS_AT = "vectors_at"
+"""Manifest meta: where the last writer kept the vectors (a Chroma server's URL, "" for the index
+folder), so an open that keeps them elsewhere can say why it copies every one of them."""
 LABEL_KEY = "mdsearch_index"
 """Collection metadata on a server: which machine and index folder the collection belongs to,
 for a person listing the server's collections."""

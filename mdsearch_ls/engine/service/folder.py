@@ -169,9 +169,10 @@ class IndexedFolder:
             self._arm_take_over()
 
     def _tell_healed(self, ws: Workspace) -> None:
-        """Opening set a damaged index aside or started another model's space: say so, once."""
-        if ws.healed:
-            self._on_message(f"mdsearch: {ws.healed}", "warning")
+        """Opening set damage aside, moved the vectors or started another model's space: say so."""
+        for said in (ws.healed, ws.vectors_moved):
+            if said:
+                self._on_message(f"mdsearch: {said}", "warning")
         if ws.switched:
             self._on_message(f"mdsearch: {ws.switched}", "info")
 
