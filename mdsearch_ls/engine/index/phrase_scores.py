@@ -308,7 +308,7 @@ class PhraseScores:
         before = {key: (self._state, k) for key, k in self._kept.items() if k.freq is not None}
         for key, entry in self._before.items():
             before.setdefault(key, entry)
-        reach = {st: self._since(st, state) is not None for st, _ in before.values()}
+        reach = {st: self._since(st, state) is not None for st in {st for st, _ in before.values()}}
         self._before = {key: entry for key, entry in before.items() if reach[entry[0]]}
         self._state = state
         self._kept.clear()
