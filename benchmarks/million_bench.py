@@ -28,7 +28,10 @@ and the anonymous / file-backed split sampled from ``/proc/self/status`` every 0
 - ``update``: a writer's open, one note edited and ``update([it])``, the search after it, close;
 - ``queries``: hybrid p50/p95 in process over 40 nl2bash questions as typed, k=10, as a CLI
   search runs it and as a server does (``scale_bench.in_process``: the same parts as at 96k),
-  and each list alone (``--mode semantic`` / ``keyword``) as a CLI search runs it.
+  and each list alone (``--mode semantic`` / ``keyword``) as a CLI search runs it;
+- ``saves``: as the background process runs it, once it has read the index's common words,
+  12 rounds of a one-note save, its update and the search right after it, against a search
+  with no save before it (``after_save_bench.py --compare no-save``, as at 8k and 96k).
 
 A step run alone (``--steps queries``, with ``--keep`` before) replaces only its own entry of
 the results.
@@ -339,6 +342,8 @@ def phase(name: str, root: Path) -> dict[str, Any]:
         out["close"] = s.end()
     elif name == "queries":
         out.update(queries(root))
+    elif name == "saves":
+        out.update(saves(root))
     else:
         raise SystemExit(f"unknown phase {name}")
     s.stop()
@@ -393,6 +398,27 @@ def queries(root: Path, n: int = 40) -> dict[str, Any]:
     finally:
         ws.close()
     return out
+
+
+def saves(root: Path, rounds: int = 12) -> dict[str, Any]:
+    """Issue 26's "a one-note update plus the next search", in the process that holds the
+    index (``after_save_bench.after_saves``), on this index: questions by the real model,
+    the note's update by the stand-in (the model its vectors came from)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import after_save_bench
+    import scale_bench
+
+    from mdsearch_ls.config import Settings
+    from mdsearch_ls.engine.api import create_embedder
+
+    settings = Settings(chroma_url=os.environ.get(CHROMA_URL_ENV) or None)
+    real = create_embedder(settings)
+    real.embed_query("load the model")
+    qs = scale_bench.queries()
+    note = root / "d0000" / "n0000007.md"
+    return {"saves": after_save_bench.after_saves(
+        root, note, qs[150: 150 + 2 * rounds], qs[:30], rounds,
+        embedder=QueryModel(real_vectors(), real), settings=settings)}
 
 
 def run_phase(name: str, root: Path, env: dict[str, str]) -> dict[str, Any]:
