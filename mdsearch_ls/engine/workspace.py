@@ -148,7 +148,7 @@ class Workspace(WriterOpen):
         """What was damaged and what opening did about it, once, for a person to read (CLI
         stderr, an editor's ``window/showMessage``); None when the index opened sound."""
         self.vectors_moved: str | None = None
-        """The vectors were last kept elsewhere and this open copied them all (logged before)."""
+        """The vectors were last kept elsewhere, so this open filled its store from the cache."""
         self.repaired: int | None = None
         self.store = self.indexer = None
         self._damaged_dir: Path | None = None
