@@ -1,12 +1,14 @@
-"""A whole ``mdsearch search`` process while the background process holds the index, at 8k and
-96k chunks, this checkout's CLI against another's on the same server.
+"""A whole ``mdsearch search`` process while the background process (or an MCP server) holds the
+index, at 8k and 96k chunks, this checkout's CLI against another's on the same server.
 
     python benchmarks/through_server_bench.py [--work DIR] [--rounds 40] [--warm 100]
-                                              [--against DIR] [--out FILE]
+                                              [--holder background|mcp] [--against DIR]
+                                              [--out FILE]
 
 The vaults are ``scale_bench.py``'s (``--work``, default ``/tmp/mdsearch-scale``: run it once
 first; ``v8`` is tldr, about 8k chunks, ``v96`` twelve copies of it, about 96k). For each, this
-checkout's ``mdsearch background`` is started and asked ``--warm`` nl2bash questions that none
+checkout's ``mdsearch background`` (``--holder mcp``: an ``mdsearch mcp --root VAULT`` on
+stdio, as an assistant starts it) is started and asked ``--warm`` nl2bash questions that none
 of the timed ones is (a server a person uses has answered some, and keeps the scores of their
 common words). Then, round by round (``--rounds``), the vaults in turn and, with ``--against``,
 the other checkout's CLI (its package first on ``PYTHONPATH``, its bytecode compiled) right
@@ -59,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/mdsearch-scale"))
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--warm", type=int, default=100)
+    ap.add_argument("--holder", choices=("background", "mcp"), default="background")
     ap.add_argument("--against", type=Path, default=None)
     ap.add_argument("--out", type=Path,
                     default=ROOT / "benchmarks" / "results" / "through-server.json")
@@ -82,8 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict[str, list[tuple[float, float, int]]]] = {}
     try:
         for name, vault in vaults.items():
-            procs[name] = subprocess.Popen([*mdsearch, "background", str(vault)], env=env,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            holder = (["background", str(vault)] if args.holder == "background"
+                      else ["mcp", "--root", str(vault)])
+            procs[name] = subprocess.Popen([*mdsearch, *holder], env=env,
+                                           stdin=subprocess.PIPE if args.holder == "mcp"
+                                           else None, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL)
             deadline = time.monotonic() + 900
             while True:  # up: the CLI says it searched through it
                 done = subprocess.run([*mdsearch, "search", "warm up", "-v"], cwd=vault,
@@ -91,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                 if "searched through the mdsearch server" in done.stderr:
                     break
                 if time.monotonic() > deadline or procs[name].poll() is not None:
-                    raise SystemExit(f"the background process of {name} did not answer")
+                    raise SystemExit(f"the {args.holder} process of {name} did not answer")
             for q in warm:
                 subprocess.run([*mdsearch, "search", q], cwd=vault, env=env,
                                capture_output=True, check=True)
@@ -110,14 +117,18 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ["MDSEARCH_CACHE_DIR"] = env["MDSEARCH_CACHE_DIR"]
         for name, proc in procs.items():
-            ask_to_leave(index_dir_of(vaults[name], Settings()))
+            if args.holder == "background":
+                ask_to_leave(index_dir_of(vaults[name], Settings()))
+            else:
+                proc.terminate()
             proc.wait(60)
     failed = sorted({f"{side}/{name}" for side, per in runs.items() for name, xs in per.items()
                      if any(x[2] != 0 for x in xs)})
     out: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "load": os.getloadavg()},
-        "rounds": args.rounds, "warm": args.warm, "k": 5, "failed": failed,
+        "rounds": args.rounds, "warm": args.warm, "k": 5, "holder": args.holder,
+        "failed": failed,
         "sides": {side: e["PYTHONPATH"] for side, e in sides.items()},
     }
     for side, per in runs.items():
