@@ -177,9 +177,10 @@ def test_an_index_opened_without_its_server_says_so_before_it_copies_the_vectors
     chroma_server, tmp_path, caplog
 ):
     """A ``chroma_url`` set in one front end and forgotten in another: the open keeps the
-    vectors where its settings say (the index folder), but warns before it copies them all
-    there (minutes at a million chunks), names the server to set back, and counts no damage;
-    once, and the way back to the server is said the same way, by the folder service too."""
+    vectors where its settings say (the index folder), but warns before it fills that store
+    from the vector cache (minutes at a million chunks), names the server to set back, and
+    counts no damage; once, and the way back to the server is said the same way, by the
+    folder service too."""
     vault = copy_vault(tmp_path / "vault")
     index = tmp_path / "index"
     settings = remote(chroma_server)
