@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 os.environ.setdefault("MDSEARCH_BACKGROUND", "off")
 
-from scale_bench import queries, save  # noqa: E402
+from scale_bench import anon_mb, queries, save  # noqa: E402
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.api import SearchRequest, Workspace, create_embedder  # noqa: E402
@@ -59,7 +59,7 @@ NOTE = "c01/common/tar.md"
 """A note of every vault scale_bench.py builds (the twelve copies' first)."""
 
 
-SIDES = {"memo": ("memo", "no_memo"), "carry": ("carry", "no_carry"), "no-save": ("", "")}
+SIDES = {"memo": ("memo", "no_memo"), "carry": ("carry", "no_carry")}
 
 
 def run(vault: Path, rounds: int, compare: str = "carry") -> dict[str, object]:
@@ -168,9 +168,7 @@ def after_saves(vault: Path, note: Path, questions: list[str], warm: list[str], 
     out: dict[str, Any] = {name: round(statistics.median(ms), 1) for name, ms in runs.items()}
     out.update({f"{name}_all": [round(x, 1) for x in ms] for name, ms in runs.items()})
     out.update({"rounds": rounds, "open_s": round(opened_s, 2), "warm_s": round(warm_s, 2),
-                "kept_rows": kept_rows,
-                "anon_mb": round(int(Path("/proc/self/status").read_text()
-                                     .split("RssAnon:")[1].split()[0]) / 1024)})
+                "kept_rows": kept_rows, "anon_mb": anon_mb()})
     return out
 
 
@@ -178,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("vaults", nargs="+", type=Path)
     ap.add_argument("--rounds", type=int, help="30, or 12 for no-save")
-    ap.add_argument("--compare", choices=sorted(SIDES), default="carry")
+    ap.add_argument("--compare", choices=[*sorted(SIDES), "no-save"], default="carry")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     qs = queries()

@@ -90,6 +90,13 @@ def queries() -> list[str]:
     return [json.loads(line)["query"] for line in NL2BASH.read_text().splitlines() if line]
 
 
+def anon_mb() -> int:
+    """This process's own memory (a server's kept rows among it), not the page cache of the
+    files it maps (the vector snapshot), which every process shares."""
+    return round(int(Path("/proc/self/status").read_text().split("RssAnon:")[1].split()[0])
+                 / 1024)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -350,9 +357,7 @@ def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str],
             ws.search(SearchRequest.build(q, k=10))
         kept_scores.settle()
         kept = run(ws, qs)
-        # its own memory (the kept rows among it), not the mapped snapshot's page cache
-        anon_mb = round(int(Path("/proc/self/status").read_text().split("RssAnon:")[1]
-                            .split()[0]) / 1024)
+        anon = anon_mb()
     finally:
         ws.close()
     return {"first_search_s": round(first, 2), "p50_ms": round(statistics.median(ms), 1),
@@ -362,7 +367,7 @@ def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str],
             "warmed_p95_ms": round(pct(warmed, 0.95), 1), "warmed_n": len(warmed),
             "kept_p50_ms": round(statistics.median(kept), 1),
             "kept_p95_ms": round(pct(kept, 0.95), 1), "kept_after_questions": len(warm),
-            "server_anon_mb": anon_mb}
+            "server_anon_mb": anon}
 
 
 def synthetic(vault: Path, sizes: list[int], qs: list[str]) -> dict[str, Any]:
