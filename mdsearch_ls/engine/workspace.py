@@ -30,7 +30,6 @@ from mdsearch_ls.engine.errors import (
     RequestError,
 )
 from mdsearch_ls.engine.index.healing import WriterOpen
-from mdsearch_ls.engine.index.indexer import CancelFn, Indexer, IndexReport, ProgressFn
 from mdsearch_ls.engine.index.layout import (
     OPEN_MODES,
     IndexLock,
@@ -57,6 +56,7 @@ from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search.searcher import Hit, Searcher
 
 if TYPE_CHECKING:
+    from mdsearch_ls.engine.index.indexer import CancelFn, Indexer, IndexReport, ProgressFn
     from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)

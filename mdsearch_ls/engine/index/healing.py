@@ -17,11 +17,11 @@ import socket
 import sqlite3
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import IndexOpenError, MdsearchError
-from mdsearch_ls.engine.index.indexer import DEFERRED, STORE_CLEAN, Indexer
 from mdsearch_ls.engine.index.layout import (
     DAMAGED_PREFIX,
     KEEP_DAMAGED,
@@ -32,6 +32,8 @@ from mdsearch_ls.engine.index.layout import (
 from mdsearch_ls.engine.index.manifest import Manifest, is_damage
 from mdsearch_ls.engine.index.vector_store import (
     BEHIND,
+    DEFERRED,
+    STORE_CLEAN,
     STORE_FILES,
     VECTORS_AT,
     ChromaStore,
@@ -42,6 +44,9 @@ from mdsearch_ls.engine.index.vector_store import (
     sealed_as,
     short_error,
 )
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.index.indexer import Indexer
 
 log = logging.getLogger("mdsearch_ls.engine.workspace")
 
@@ -144,6 +149,10 @@ class WriterOpen:
 
     def _open_stores(self) -> None:
         """One attempt at opening both stores; raises :class:`_Damaged` naming the damaged one."""
+        # here, not at the top: a read-only open (a search, `status`) never writes, and the
+        # writer's modules are a tenth of such a process's start-up
+        from mdsearch_ls.engine.index.indexer import Indexer
+
         chroma_dir = self.index_dir / "chroma"
         path = self._manifest_path
         manifest_files = [path.with_name(path.name + s) for s in ("", "-wal", "-shm")]
