@@ -269,28 +269,31 @@ class _Related:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from mdsearch_ls.cli import resident
+
     settings = _settings(args)
     root = _find_root(args, settings)
-    session = _Session(args, settings)
-    with session.open(root, "read") as ws:
-        info = ws.status()
-        info["served_by"] = _served_by(ws.index_dir)
-        if args.json:
-            print(json.dumps(info))
-        else:
-            for key in ("root", "files", "chunks", "model", "index_dir", "vectors",
-                        "last_update"):
-                print(f"{key:12} {info[key]}")
-            index = info["index"]
-            state = index["state"]
-            if state in ("building", "interrupted"):
-                state += f" ({index['files_done']} of {index['files_total']} notes)"
-            print(f"{'state':12} {state}")
-            served = info["served_by"]
-            print(f"{'served by':12} " + (
-                "nothing: each search runs in its own process" if served is None
-                else f"{'a background process' if served['background'] else 'a server'} "
-                f"(pid {served['pid']}), through {served['socket']}"))
+    # the process that holds the index, if one does, answers (the same fields) from memory
+    info = None if args.no_resident else resident.run_status(args, settings, root)
+    if info is None:
+        with _Session(args, settings).open(root, "read") as ws:
+            info = ws.status()
+            info["served_by"] = _served_by(ws.index_dir)
+    if args.json:
+        print(json.dumps(info))
+        return EXIT_OK
+    for key in ("root", "files", "chunks", "model", "index_dir", "vectors", "last_update"):
+        print(f"{key:12} {info[key]}")
+    index = info["index"]
+    state = index["state"]
+    if state in ("building", "interrupted"):
+        state += f" ({index['files_done']} of {index['files_total']} notes)"
+    print(f"{'state':12} {state}")
+    served = info["served_by"]
+    print(f"{'served by':12} " + (
+        "nothing: each search runs in its own process" if served is None
+        else f"{'a background process' if served['background'] else 'a server'} "
+        f"(pid {served['pid']}), through {served['socket']}"))
     return EXIT_OK
 
 

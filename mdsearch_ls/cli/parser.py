@@ -312,6 +312,9 @@ def _status_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=None, metavar="ROOT",
                    help="folder of notes (default: the nearest indexed folder)")
     p.add_argument("--json", action="store_true", help="one JSON object")
+    p.add_argument("--no-resident", action="store_true",
+                   help="read the index in this process even when a server holding it could "
+                   "answer (it does by default, through the socket beside the index)")
     _common(p)
 
 

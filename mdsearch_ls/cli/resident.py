@@ -146,6 +146,31 @@ def run_index(args: argparse.Namespace, settings: Settings, root: Path) -> int |
     return EXIT_OK
 
 
+def run_status(args: argparse.Namespace, settings: Settings, root: Path
+               ) -> dict[str, Any] | None:
+    """``mdsearch status`` as the server that holds the index reads it (the index's counts
+    and state, as it stands: nothing is looked at first), with who that server is; None when
+    none answers, and the CLI reads the index itself. A status that a process holding the
+    index can answer need not import the engine's index modules: half its start-up."""
+    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, has_index, index_dir_of, ranking_settings
+
+    settings = with_remembered_formats(args, settings, root)
+    if not has_index(root, settings):
+        return None
+    index_dir = index_dir_of(root, settings)
+    answer = ask(index_dir, {"v": PROTOCOL_RESIDENT, "settings": ranking_settings(settings),
+                             "status": True}, want="status")
+    if answer is None:
+        return None
+    from mdsearch_ls.engine.api import resident_socket_path
+
+    log.info("status from the mdsearch server (process %s) that holds the index",
+             answer.get("pid"))
+    return {**answer["status"], "served_by": {
+        "pid": answer["pid"], "background": bool(answer.get("background")),
+        "socket": str(resident_socket_path(index_dir))}}
+
+
 def _printing() -> None:
     """What printing an answer needs (the engine's ``Hit``, the snippet and highlighting
     functions), imported while the server searches: ~5 ms of this process that would otherwise

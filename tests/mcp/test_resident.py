@@ -250,3 +250,33 @@ def test_the_server_prints_a_plain_search_for_the_cli(
     assert done.stdout == alone.stdout and done.stdout.strip()
     assert _loaded(modules, ("argparse", "mdsearch_ls.config", "mdsearch_ls.cli.output",
                              "dataclasses", *HEAVY, *LIGHT)) == []
+
+
+def test_status_is_read_by_the_server_that_holds_the_index(
+        served: tuple[McpClient, Path, Path]) -> None:
+    """`mdsearch status` asks the holder first (issue 26: status under 150 ms): the same fields
+    as a read of the index in this process, without importing the engine's index modules."""
+    _, vault, cache = served
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "COLUMNS": "100"}
+
+    def status(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+        done = subprocess.run([PYTHON, "-c", MODULES_AFTER, "status", "--json", "-v", *args],
+                              cwd=vault, env=env, capture_output=True, text=True, timeout=300)
+        line = next(ln for ln in done.stderr.splitlines() if ln.startswith("MODULES "))
+        return done, set(json.loads(line.removeprefix("MODULES ")))
+
+    (done, modules), (alone, alone_modules) = status(), status("--no-resident")
+    assert done.returncode == alone.returncode == 0, done.stderr + alone.stderr
+    assert "status from the mdsearch server (process" in done.stderr
+    assert "status from the mdsearch server" not in alone.stderr
+    through, here = json.loads(done.stdout), json.loads(alone.stdout)
+    # the holder writes the index, this process only reads it: the one field that says so
+    assert through.pop("read_only") is False and here.pop("read_only") is True
+    assert through == here and through["files"] > 10 and through["index"]["state"] == "ready"
+    assert through["served_by"]["background"] is False  # a server a person started
+    assert _loaded(modules, ("numpy", "mdsearch_ls.engine.workspace",
+                             "mdsearch_ls.engine.index.manifest",
+                             "mdsearch_ls.engine.notes.files")) == []
+    # read here, the index is opened read-only: nothing of the writer's is imported either
+    assert "mdsearch_ls.engine.workspace" in alone_modules
+    assert _loaded(alone_modules, ("mdsearch_ls.engine.index.indexer", "chromadb")) == []

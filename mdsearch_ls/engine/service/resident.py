@@ -134,9 +134,9 @@ class ResidentSearch:
                 conn.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
 
     def answer(self, req: dict[str, Any]) -> dict[str, Any]:
-        """The answer to one request (a search, an index run, or a background process asked to
-        leave), or why this server will not answer it (the CLI then does it by itself; a query
-        the engine refuses is an answer too)."""
+        """The answer to one request (a search, an index run, ``status``, or a background process
+        asked to leave), or why this server will not answer it (the CLI then does it by itself;
+        a query the engine refuses is an answer too)."""
         if not isinstance(req, dict):
             return {"v": PROTOCOL_RESIDENT, "refused": "bad request: not a JSON object"}
         # these two whatever the version: a CLI of a newer release must still be able to see
@@ -163,6 +163,9 @@ class ResidentSearch:
                     "refused": f"settings differ: {', '.join(differ) or 'keys'}"}
         if req.get("index"):
             return self._index(ws)
+        if req.get("status"):  # what `mdsearch status` reads, as it stands: no look first
+            return {"v": PROTOCOL_RESIDENT, "pid": os.getpid(),
+                    "background": folder.on_leave is not None, "status": ws.status()}
         if req.get("update", True) and folder.state in (FolderState.INDEXING,
                                                          FolderState.LOADING_MODEL):
             # A look at the notes under way (a server's first scan, a folder a background
