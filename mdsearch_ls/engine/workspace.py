@@ -1,10 +1,8 @@
 """One folder of notes and its index: the facade every front end talks to.
 
-A :class:`Workspace` owns the lock, the manifest, the Chroma collection, the single
-:class:`~mdsearch_ls.engine.index.indexer.Indexer` and a
-:class:`~mdsearch_ls.engine.search.searcher.Searcher`.
-Front ends (CLI, language server, MCP) call it and translate its exceptions; none of them touches
-the stores directly.
+A :class:`Workspace` owns the lock, the manifest, the Chroma collection, the single ``Indexer``
+and a ``Searcher``. Front ends (CLI, language server, MCP) call it and translate its exceptions;
+none of them touches the stores directly.
 
 The index is a cache that lives outside the notes by default (the user cache directory, keyed by
 the folder's absolute path), so a synced vault never carries it and deleting it is always safe.
@@ -262,15 +260,18 @@ class Workspace(WriterOpen):
         """Bring the index in line with the notes (only changed notes are read and embedded).
 
         The run's progress is recorded in the manifest as it goes, so a reader in another
-        process can tell a half-built index from a finished one.
+        process can tell a half-built index from a finished one. A run over a whole index (a
+        server's first look, ``mdsearch index``) leaves it "ready": each note is its old version
+        or its new one, never missing, and a note it did not reach is found by the next look.
         """
         writer = self._writer()
-        self._record_state("building", 0, 0)
+        if not (whole := not rebuild and self.index_state().state == "ready"):
+            self._record_state("building", 0, 0)
         self._indexing = True
 
         def track(done: int, total: int, chunks: int) -> None:
             now = time.monotonic()
-            if now - self._state_written >= _STATE_EVERY_S or done >= total:
+            if not whole and (now - self._state_written >= _STATE_EVERY_S or done >= total):
                 self._record_state("building", done, total)
             if progress is not None:
                 progress(done, total, chunks)
@@ -279,7 +280,7 @@ class Workspace(WriterOpen):
             report = writer.index(track, cancel, rebuild=rebuild)
         finally:
             self._indexing = False
-        done = report.files_total if not report.cancelled else None
+        done = report.files_total if whole or not report.cancelled else None
         self._record_state("ready" if done is not None else "interrupted",
                            done if done is not None else 0, report.files_total)
         self.last_report = report

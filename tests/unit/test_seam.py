@@ -115,6 +115,36 @@ def test_index_state_tells_building_from_interrupted(tmp_path, fake_embedder) ->
         assert (state.state, state.files_done, state.files_total) == ("interrupted", 1, 2)
 
 
+def test_a_run_over_a_whole_index_leaves_it_ready_for_readers(tmp_path, fake_embedder) -> None:
+    """A server's first look (or `mdsearch index`) over an index that is whole: a reader in
+    another process meanwhile must not hear "still being built (0 of 0 notes)". A rebuild is
+    a half-built index until it ends, and says so."""
+    root = _vault(tmp_path)
+    index = tmp_path / "index"
+    with Workspace.open(root, Settings(), "write", embedder=fake_embedder,
+                        index_dir=index) as ws:
+        ws.index()
+        (root / "a.md").write_text("# Apples\n\nApples grow on trees.\n", "utf-8")
+        (root / "c.md").write_text("# Carts\n\nCarts roll.\n", "utf-8")
+        with Workspace.open(root, Settings(), "read", embedder=fake_embedder,
+                            index_dir=index) as reader:
+            seen: list[tuple[str, int, int]] = []
+
+            def look(*_progress: int) -> None:
+                state = reader.index_state()
+                seen.append((state.state, state.files_done, state.files_total))
+
+            report = ws.index(progress=look)
+            assert report.files_indexed == 2
+            assert seen and set(seen) == {("ready", 2, 2)}  # as the last run left it
+            assert reader.index_state().files_total == 3
+            seen.clear()
+            ws.index(progress=look, rebuild=True)
+            assert seen and {s for s, _, _ in seen} == {"building"}
+            ws.index(cancel=lambda: True)  # over a whole index: still whole
+            assert reader.index_state().state == "ready"
+
+
 def test_search_settings_apply_at_once_index_settings_do_not(tmp_path, fake_embedder) -> None:
     root = _vault(tmp_path)
     with Workspace.open(root, Settings(), "write", embedder=fake_embedder,

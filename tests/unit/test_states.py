@@ -99,3 +99,40 @@ def test_a_first_index_about_to_start_says_building_not_empty(
     finally:
         release.set()
         folder.close()
+
+
+def test_a_first_look_over_a_whole_index_says_ready(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server started on a folder indexed before: while it looks for changes, its searches
+    (and any other process's) answer from an index that is whole, and must not say "still
+    being built (0 of 0 notes)", as they did."""
+    from mdsearch_ls.engine.service import folder as folder_module
+
+    root = tmp_path / "vault"
+    write_note(root, "a.md", "# A\n\nalpha\n")
+    first = IndexedFolder(root, Settings(), FakeEmbedder())  # type: ignore[arg-type]
+    try:
+        first.start_index().result(timeout=30)
+    finally:
+        first.close()
+    write_note(root, "b.md", "# B\n\nbeta\n")  # something for the look to find
+    entered, release = threading.Event(), threading.Event()
+
+    def held(cls: type, folder: IndexedFolder) -> None:
+        entered.set()
+        release.wait(30)
+
+    monkeypatch.setattr(folder_module.ResidentSearch, "open_for", classmethod(held))
+    folder = IndexedFolder(root, Settings(), FakeEmbedder())  # type: ignore[arg-type]
+    try:
+        run = folder.start_index()
+        assert entered.wait(30)
+        assert folder.state != FolderState.READY  # the look is still to come
+        assert folder.index_state().state == IndexPhase.READY
+        release.set()
+        run.result(timeout=30)
+        assert folder.index_state().state == IndexPhase.READY
+        assert folder.index_state().files_total == 2
+    finally:
+        release.set()
+        folder.close()

@@ -87,8 +87,7 @@ class IndexedFolder:
         self.state = STATE_STARTING
         self.last_error: str | None = None
         self.last_report: IndexReport | None = None
-        self.jobs_done = 0
-        self.closed = False
+        self.jobs_done, self.closed = 0, False
         self._on_change = on_change or (lambda: None)
         self._on_message = on_message or (lambda text, level: None)
         self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"mdsearch-{self.name[:20]}")
@@ -388,8 +387,9 @@ class IndexedFolder:
         if self.ws is None:
             phase = IndexPhase.BUILDING if self.state != STATE_ERROR else IndexPhase.EMPTY
             return IndexState(phase, done, total)
-        state = self.ws.index_state()
-        if self.state in (STATE_INDEXING, STATE_LOADING) and state.state != IndexPhase.BUILDING:
+        state = self.ws.index_state()  # (a look over a whole index leaves it ready)
+        if self.state in (STATE_INDEXING, STATE_LOADING) and state.state not in (
+                IndexPhase.BUILDING, IndexPhase.READY):
             return IndexState(IndexPhase.BUILDING, done, total)
         return state
 
