@@ -167,9 +167,8 @@ class Workspace(WriterOpen):
             self._open_healing()
             self.switched = self._note_switch()
             self.dropped_spaces = self._prune_spaces()
-            behind = isinstance(self.store, DeferredStore) or self.indexer.behind is not None
-            chroma = None if behind else self.store
-            self.searcher = Searcher(self.manifest, chroma, embedder, per_file=settings.per_file)
+            self.searcher = Searcher(self.manifest, self._searchable_store(), embedder,
+                                     per_file=settings.per_file)
         except BaseException:
             self._close_stores()
             self._lock.release()

@@ -220,10 +220,19 @@ def test_an_mcp_server_started_on_the_folder_takes_it_over(indexed, tmp_path):
         wait_until(lambda: not alive(pid), 60, "the background process exits")
         who = ask(vault, {"who": True})
         assert who is not None and who["background"] is False and who["pid"] != pid
-        # the server's writer opened Chroma, and caught it up with what the background wrote
-        assert "chromadb_rust_bindings" in Path(f"/proc/{who['pid']}/maps").read_text()
+        # its open left Chroma closed (its files as the last clean close left them): no
+        # answer waited for its import; the first write opens it
+        maps = Path(f"/proc/{who['pid']}/maps")
+        assert "chromadb_rust_bindings" not in maps.read_text()
         later = run_cli("search", QUERY, "-k", "1", "-v", cwd=vault, cache=cache, env=ON)
         assert f"(process {who['pid']})" in later.stderr and not STARTED.search(later.stderr)
+        (vault / "Zebras.md").write_text("# Zebra migration\n\nThe herd moves north each "
+                                         "spring, along the river.\n", encoding="utf-8")
+        found = run_cli("search", "when does the herd move", "-k", "1", "--format", "paths",
+                        "-v", cwd=vault, cache=cache, env=ON)
+        assert f"(process {who['pid']})" in found.stderr
+        assert found.stdout.strip().endswith("Zebras.md"), found
+        assert "chromadb_rust_bindings" in maps.read_text()
     finally:
         client.close()
 

@@ -91,7 +91,10 @@ class WriterOpen:
     _defer_vectors: bool = False
     """Open without the vector store (:class:`DeferredStore`): a writer of a few notes."""
     _role: LockRole = "command"
-    """A server defers catching up a Chroma a deferred writer left behind (:meth:`_behind_only`)."""
+    """A server opens Chroma at its first write (sealed, or left behind by a deferred writer:
+    :meth:`_behind_only`), not before its first answer."""
+    _lagging: bool = False
+    """Chroma lacks what a deferred writer wrote, until the first write catches it up."""
     _reset_remote: bool = False
     """A Chroma server's collection failed the probe: empty it on the next attempt, and the
     manifest's vector cache refills it (there are no files of ours to set aside)."""
@@ -171,8 +174,19 @@ class WriterOpen:
             self.repaired = 0
             return
         fingerprint = folder_fingerprint(chroma_dir)  # before Chroma's own open touches it
+        # A server trusts a local store as its last clean close left it (sealed, or behind a
+        # deferred writer only) without opening it: Chroma's import and client (0.6 s), and its
+        # graph (200 MB, a second at 96k), wait for its first write, which checks the seal's
+        # token first, or compares ids and catches up what a deferred writer left behind (a
+        # search meanwhile asks the vector snapshot; it asks no Chroma behind a deferred
+        # writer). A command (`mdsearch index`) checks and catches up now, and seals, so the
+        # next no-op index can answer read-only.
+        self._lagging = self._behind_only(fingerprint)
+        unopened = (self._role == "server" and not self.settings.chroma_url
+                    and not self.manifest.created
+                    and (self._lagging or sealed_as(self.manifest, fingerprint)))
         try:
-            self.store = self._make_store(chroma_dir)
+            self.store = self._make_store(chroma_dir, opened=not unopened)
         except StoreError as exc:
             raise _Damaged("vector store", _cause(exc), [chroma_dir]) from exc
         # A server's collection is not ours to move aside: a damaged one is emptied instead.
@@ -189,16 +203,11 @@ class WriterOpen:
                 self.root, self.settings, self.manifest, self.store, self.embedder,
                 index_dir=self.index_dir,
             )
-            if self._untouched_since_sealed(fingerprint):
-                self.repaired, problem, self.indexer.trusted = 0, None, True
-            elif self._role == "server" and self._behind_only(fingerprint):
-                # Only a deferred writer wrote since the last clean close: a server reads Chroma's
-                # graph (200 MB, a second at 96k) when it first writes to it, not before its
-                # first answer; until then no search reads Chroma (the Searcher gets no store).
-                # A command (`mdsearch index`) catches up now and seals, so the next no-op index
-                # can answer read-only.
+            if unopened:
                 self.repaired, problem, self.indexer.trusted = 0, None, True
                 self.indexer.behind = self._catch_up_deferred
+            elif self._untouched_since_sealed(fingerprint):
+                self.repaired, problem, self.indexer.trusted = 0, None, True
             else:
                 # The manifest is the truth: repair what a crash between the Chroma write and
                 # the manifest write left, before anything reads (``--no-update``, status).
@@ -274,19 +283,27 @@ class WriterOpen:
     def _behind_only(self, fingerprint: str) -> bool:
         """Chroma's folder is as its last clean close left it, and only a deferred writer (which
         never touches Chroma, and marks the manifest so only after a clean state) wrote since."""
-        assert self.store is not None
-        return (not self.store.remote and self.manifest.get_meta(STORE_CLEAN) == DEFERRED
+        return (not self.settings.chroma_url and self.manifest.get_meta(STORE_CLEAN) == DEFERRED
                 and fingerprint == self.manifest.get_meta(STORE_FILES))
 
     def _catch_up_deferred(self) -> None:
-        """Before the first write to a Chroma trusted behind a deferred writer: compare ids
-        (what the deferred writer deleted) and write what it left behind, as an open would."""
+        """Before the first write to a Chroma trusted behind a deferred writer (or trusted as
+        sealed without being opened): compare ids (what the deferred writer deleted; two counts
+        and the tokens, when it is clean) and write what it left behind, as an open would."""
         assert self.indexer is not None
         self.indexer.reconcile()
         self._catch_up()
         searcher = getattr(self, "searcher", None)
         if searcher is not None:
             searcher.store = self.store
+
+    def _searchable_store(self) -> ChromaStore | None:
+        """What a search may ask besides the vector snapshot (past 100k chunks, with none to
+        map): not a Chroma behind a deferred writer, which lacks its notes until the first write
+        catches it up; a sealed store not opened yet is whole, and opens when asked."""
+        caught_up = self.indexer is not None and self.indexer.behind is None
+        lagging = self._lagging and not caught_up
+        return None if isinstance(self.store, DeferredStore) or lagging else self.store
 
     def _note_behind(self, paths: set[str]) -> None:
         """A :class:`DeferredStore` wrote these notes without Chroma: list them for the next
@@ -361,13 +378,14 @@ class WriterOpen:
 
             check(self.settings.chroma_url)
 
-    def _make_store(self, chroma_dir: Path) -> ChromaStore:
+    def _make_store(self, chroma_dir: Path, *, opened: bool = True) -> ChromaStore:
         """The vector store of this space: the index folder's own Chroma, or a collection on
         the Chroma server the settings name, under a name that carries this index's identity
         (:func:`collection_name`)."""
         url = self.settings.chroma_url
         if not url:
-            return ChromaStore(chroma_dir, self.space, batch_size=self.settings.batch_size)
+            return ChromaStore(chroma_dir, self.space, batch_size=self.settings.batch_size,
+                               opened=opened)
         return ChromaStore(
             None, collection_name(self.settings, self.index_dir), url=url, space=self.space,
             batch_size=self.settings.batch_size,
@@ -429,7 +447,7 @@ class WriterOpen:
         touched on every open; we hold the writer lock, so no other process has any space open.
         """
         assert self.store is not None
-        if isinstance(self.store, DeferredStore):
+        if isinstance(self.store, DeferredStore) or self.store.released:
             return []  # the next open with the vector store prunes
         own = self.index_dir / f"{self.space}.sqlite3"
         with contextlib.suppress(OSError):

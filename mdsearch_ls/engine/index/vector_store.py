@@ -168,7 +168,10 @@ class ChromaStore:
         url: str | None = None,
         space: str | None = None,
         label: str = "",
+        opened: bool = True,
     ) -> None:
+        """``opened=False``: a local store that its writer trusts as sealed, opened on its first
+        use as a released one is (a server's first answer does not wait for Chroma's import)."""
         _quiet_chroma()
         self.path = path
         self.url = url
@@ -181,6 +184,7 @@ class ChromaStore:
         self._col_ref: Any = None
         self._released = False
         self._reopen_lock = threading.RLock()
+        self._want_batch, self._max_batch = batch_size, 0
         if url is not None:
             from mdsearch_ls.engine.index import chroma_server
 
@@ -190,10 +194,21 @@ class ChromaStore:
             except BaseException:
                 self.close()
                 raise
-        else:
+        elif opened:
             self._open_local(path, collection)
-        self.max_batch = int(self._client.get_max_batch_size())
-        self.batch_size = max(1, min(batch_size, self.max_batch))
+        else:
+            self._released = True
+
+    @property
+    def max_batch(self) -> int:
+        """The client's largest write (5,461 ids for Chroma 1.5's local store)."""
+        if not self._max_batch:
+            self._max_batch = int(self._client.get_max_batch_size())
+        return self._max_batch
+
+    @property
+    def batch_size(self) -> int:
+        return max(1, min(self._want_batch, self.max_batch))
 
     # Chroma keeps a collection's whole HNSW graph in memory from its first write or query
     # (200 MB at 96k chunks) until its client closes: a long-running writer releases it when idle
@@ -221,7 +236,8 @@ class ChromaStore:
 
     @property
     def released(self) -> bool:
-        """Whether :meth:`release` closed the client and nothing has needed it since."""
+        """Whether the client is closed (by :meth:`release`, or not opened yet) and nothing has
+        needed it since."""
         return self._released
 
     def release(self) -> None:
