@@ -278,7 +278,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if info is None:
         with _Session(args, settings).open(root, "read") as ws:
             info = ws.status()
-            info["served_by"] = _served_by(ws.index_dir)
+            info["served_by"] = resident.served_by(ws.index_dir)
     if args.json:
         print(json.dumps(info))
         return EXIT_OK
@@ -295,19 +295,6 @@ def cmd_status(args: argparse.Namespace) -> int:
         else f"{'a background process' if served['background'] else 'a server'} "
         f"(pid {served['pid']}), through {served['socket']}"))
     return EXIT_OK
-
-
-def _served_by(index_dir: Path) -> dict[str, Any] | None:
-    """The process that answers this index's searches through its socket, if one does: a
-    person should be able to see what runs on their behalf."""
-    from mdsearch_ls.cli.resident import ask
-    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, resident_socket_path
-
-    who = ask(index_dir, {"v": PROTOCOL_RESIDENT, "who": True}, want="pid")
-    if who is None:
-        return None
-    return {"pid": who["pid"], "background": bool(who.get("background")),
-            "socket": str(resident_socket_path(index_dir))}
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -162,13 +162,23 @@ def run_status(args: argparse.Namespace, settings: Settings, root: Path
                              "status": True}, want="status")
     if answer is None:
         return None
-    from mdsearch_ls.engine.api import resident_socket_path
-
     log.info("status from the mdsearch server (process %s) that holds the index",
              answer.get("pid"))
-    return {**answer["status"], "served_by": {
-        "pid": answer["pid"], "background": bool(answer.get("background")),
-        "socket": str(resident_socket_path(index_dir))}}
+    return {**answer["status"], "served_by": served_by(index_dir, answer)}
+
+
+def served_by(index_dir: Path, who: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The process that answers this index's searches through its socket (``who``: its answer,
+    when it has given one), if one does: a person should be able to see what runs on their
+    behalf."""
+    from mdsearch_ls.engine.api import PROTOCOL_RESIDENT, resident_socket_path
+
+    if who is None:
+        who = ask(index_dir, {"v": PROTOCOL_RESIDENT, "who": True}, want="pid")
+    if who is None:
+        return None
+    return {"pid": who["pid"], "background": bool(who.get("background")),
+            "socket": str(resident_socket_path(index_dir))}
 
 
 def _printing() -> None:

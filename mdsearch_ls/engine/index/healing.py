@@ -230,9 +230,9 @@ class WriterOpen:
 
     def _note_move(self) -> str | None:
         """When the last writer kept the vectors elsewhere (a Chroma server, the index folder,
-        another server), this open copies every one of them from the vector cache into the
-        store it has: say so before the copy, which takes minutes at a million chunks, because
-        the usual cause is a ``chroma_url`` set in one front end and forgotten in another."""
+        another server), this open copies what the store it has lacks from the vector cache: say
+        so before the copy, which takes minutes at a million chunks, because the usual cause is
+        a ``chroma_url`` set in one front end and forgotten in another."""
         was, here = self.manifest.get_meta(VECTORS_AT), self.settings.chroma_url or ""
         if was is None or was == here or not (chunks := self.manifest.counts()[1]):
             return None
