@@ -147,6 +147,16 @@ def search_queries(args: argparse.Namespace) -> tuple[list[_Query], dict[str, An
     return queries, filters
 
 
+def _search_ahead(ws: Any, queries: list[_Query]) -> None:
+    """The first query searched while the look walks the notes (the searcher keeps the answer,
+    and hands it out again if the look finds the index as it was), and the snippets' parser
+    loaded: the second core walks, and this one need not wait idle."""
+    first = next((q for q in queries if q.request is not None), None)
+    if first is not None:
+        ws.search(first.request)
+    from mdsearch_ls.engine.api import snippet  # noqa: F401  (imports the markdown parser)
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     queries, filters = search_queries(args)
     settings = _settings(args)
@@ -168,6 +178,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if first:
         _confirm_first_index(args, root, settings)
     session = _Session(args, settings)
+    session.warm = lambda ws: _search_ahead(ws, queries)
     mode_open = "read" if args.no_update else "read-if-locked"
     from mdsearch_ls.engine.api import RequestError, has_index
 

@@ -71,6 +71,7 @@ _WHERE: dict[str, str] = {
     "SearchResult": "mdsearch_ls.engine.search.hits",
     "Snippet": "mdsearch_ls.engine.search.highlight",
     "Workspace": "mdsearch_ls.engine.workspace",
+    "WalkBeside": "mdsearch_ls.engine.index.freshness",
     "count_notes": "mdsearch_ls.engine.index.layout",
     "create_embedder": "mdsearch_ls.engine.embedding",
     "default_index_dir": "mdsearch_ls.engine.index.place",
@@ -125,6 +126,7 @@ if TYPE_CHECKING:
         RequestError,
         VectorServerError,
     )
+    from mdsearch_ls.engine.index.freshness import WalkBeside
     from mdsearch_ls.engine.index.indexer import IndexReport
     from mdsearch_ls.engine.index.layout import (
         IndexState,
@@ -263,6 +265,7 @@ __all__ = [
     "SearchResult",
     "Snippet",
     "VectorServerError",
+    "WalkBeside",
     "Workspace",
     "WritingAids",
     "ask_socket",

@@ -15,7 +15,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -375,23 +375,23 @@ class Workspace(WriterOpen):
         changed = self.changed_notes()
         return 1 if changed is None else len(changed)
 
-    def up_to_date(self) -> bool:
+    def up_to_date(self, seen: Callable[[], Any] | None = None) -> bool:
         """Whether an index run would find nothing to do (notes, index and local vector store as
         they were), asked read-only: the CLI's `index` then needs no lock and no Chroma."""
         from mdsearch_ls.engine.index.vector_store import folder_fingerprint, sealed_as
         sealed = sealed_as(self.manifest, folder_fingerprint(self._chroma_dir))
         return (not self.settings.chroma_url and sealed and self.manifest.sealed()
-                and self.index_state().state == "ready" and self.changed_notes() == [])
+                and self.index_state().state == "ready" and self.changed_notes(seen=seen) == [])
 
-    def changed_notes(self, among: Iterable[str] | None = None,
-                      watch: sources.WalkWatch | None = None) -> list[str] | None:
+    def changed_notes(self, among: Iterable[str] | None = None, watch: sources.WalkWatch
+                      | None = None, seen: Callable[[], Any] | None = None) -> list[str] | None:
         """The notes an update would read or drop (:func:`freshness.changed_notes`: ``among``,
-        ``watch``), for :meth:`update` to take alone; None: only :meth:`index` will do."""
+        ``watch``, ``seen``), for :meth:`update` to take alone; None: only :meth:`index` will do."""
         from mdsearch_ls.engine.index.freshness import changed_notes
 
         with self._reading():
             return changed_notes(self.root, self.settings, self.manifest, self.index_dir,
-                                 among=among, watch=watch)
+                                 among=among, watch=watch, seen=seen)
 
     def note_path(self, path: str | Path) -> str | None:
         """The root-relative path of a note given relative to the root or absolute; None when

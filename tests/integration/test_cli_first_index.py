@@ -4,7 +4,11 @@ for ``--yes`` (naming the count) before anything is created; dot-folders stay ou
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,3 +101,53 @@ def test_a_search_after_edits_updates_just_the_changed_notes(tmp_path: Path) -> 
     # and now an index run has nothing to do: answered read-only, without Chroma
     res = run_cli("index", str(notes), cache=cache)
     assert res.returncode == 0 and "(nothing had changed)" in res.stdout, res.stderr
+
+
+# The CLI's own entry, counting the rankings a search makes and the children its look forks.
+COUNTED = """
+import json, os, sys
+from mdsearch_ls.engine.index import freshness
+from mdsearch_ls.engine.search import searcher
+ranked, walks = [], []
+rank, seen = searcher.Searcher._search, freshness.WalkBeside.seen
+searcher.Searcher._search = lambda self, *a, **kw: ranked.append(1) or rank(self, *a, **kw)
+freshness.WalkBeside.seen = lambda self: walks.append(self.pid) or seen(self)
+from mdsearch_ls.cli import main
+code = main(sys.argv[1:])
+sys.stderr.write("COUNTED " + json.dumps({"ranked": len(ranked), "walks": walks,
+                                          "me": os.getpid()}) + "\\n")
+raise SystemExit(code)
+"""
+
+
+def _counted(notes: Path, cache: Path, *args: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "MDSEARCH_BACKGROUND": "off"}
+    done = subprocess.run([sys.executable, "-c", COUNTED, "search", *args, "--json",
+                           "--no-resident"], cwd=notes, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    line = next(ln for ln in done.stderr.splitlines() if ln.startswith("COUNTED "))
+    return json.loads(done.stdout)["results"], json.loads(line.removeprefix("COUNTED "))
+
+
+def test_a_search_ranks_while_its_look_walks_and_keeps_that_answer_only_if_nothing_changed(
+        tmp_path: Path) -> None:
+    """With nothing holding the index, the walk of every note's stat runs in a child process
+    while the search ranks ahead on the index as it is: that ranking is the answer when the
+    walk finds nothing changed, and is thrown away when it finds an edit."""
+    notes = _tiny(tmp_path / "notes")
+    cache = tmp_path / "cache"
+    assert run_cli("index", str(notes), cache=cache).returncode == 0
+    query = "when should I give my fern a larger container"
+    hits, counted = _counted(notes, cache, query, "-k", "2")
+    as_it_is = run_cli("search", query, "-k", "2", "--json", "--no-update", cache=cache,
+                       cwd=notes)
+    assert hits == json.loads(as_it_is.stdout)["results"] and hits[0]["path"] == "ferns.md"
+    assert counted["ranked"] == 1  # ranked ahead, and that ranking printed
+    assert len(counted["walks"]) == 1 and counted["walks"][0] not in (None, counted["me"])
+    (notes / "ferns.md").write_text(
+        "# Ferns\n\nTree ferns need shade.\n\n## Repotting\n\nMove a fern to a bigger pot in "
+        "spring, when new fronds uncurl.\n", "utf-8")
+    hits, counted = _counted(notes, cache, query, "-k", "2")
+    assert (hits[0]["path"], hits[0]["title"]) == ("ferns.md", "Repotting")
+    assert counted["ranked"] == 2  # the ranking ahead was of the index before the edit

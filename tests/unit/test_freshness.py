@@ -5,14 +5,23 @@ drops), and create nothing."""
 
 from __future__ import annotations
 
+import json
+import marshal
+import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.index.freshness import WalkBeside
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import FakeEmbedder, bump_mtime, write_note
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _vault(root: Path) -> Path:
@@ -171,3 +180,113 @@ def test_updating_only_the_changed_notes_leaves_nothing_for_a_full_update(
         assert _update_only(root, index, settings, changed) == want
         assert _pending(root, index, settings) == 0
         assert _update(root, index, settings) == 0
+
+
+# ---- the walk run in a process beside the caller (a CLI search with nothing holding the index)
+
+# A fresh interpreter: the test process has threads of its own, beside which nothing is forked.
+BESIDE = """
+import json, os, sys
+from pathlib import Path
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.index import freshness
+from mdsearch_ls.engine.workspace import Workspace
+
+root, index, child = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+if child == "garbled":
+    freshness._walk_and_send = lambda fd, *_: os.write(fd, b"\\xff half an answer")
+elif child == "failed":
+    freshness._walk_and_send = lambda fd, *_: 1 / 0
+settings = Settings(max_file_bytes=10_000)
+walk = freshness.WalkBeside(root, settings, index)
+forked = walk.pid is not None and walk.pid != os.getpid()
+from tests.conftest import FakeEmbedder  # (numpy's threads: after the fork, as in the CLI)
+with Workspace.open(root, settings, "read", embedder=FakeEmbedder(), index_dir=index) as ro:
+    beside = ro.changed_notes(seen=walk.seen)
+    here = ro.changed_notes()
+print(json.dumps({"forked": forked, "reaped": walk.pid is None, "beside": beside, "here": here}))
+"""
+
+
+def _beside(root: Path, index: Path, child: str = "walks") -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-c", BESIDE, str(root), str(index), child],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_a_walk_beside_answers_as_one_made_here(indexed: tuple[Path, Path, Settings]) -> None:
+    """Every kind of change, the oversize and the skipped ones too, named alike by the look
+    whose walk ran in a child process and by the look made in process."""
+    root, index, settings = indexed
+    changes = [
+        lambda: None,
+        lambda: (root / "a.md").write_text("# A\n\nEdited in place.\n", encoding="utf-8"),
+        lambda: bump_mtime(root / "deep/er/b.md"),
+        lambda: write_note(root, "new/é e.md", "# E\n\nA new note in a new folder.\n"),
+        lambda: (root / "c.markdown").unlink(),
+        lambda: (root / "drafts").rename(root / "archive"),
+        lambda: write_note(root, "deep/.gitignore", "er/\n"),
+        lambda: write_note(root, "big.md", "# Big\n\n" + "word " * 5000),
+        lambda: (root / "a.md").write_text("# A\n\n" + "grown " * 5000, encoding="utf-8"),
+    ]
+    named = []
+    for change in changes:
+        change()
+        found = _beside(root, index)
+        assert found["forked"] and found["reaped"]
+        assert found["beside"] == found["here"]
+        named.append(found["here"])
+        _update(root, index, settings)
+    assert named == [[], ["a.md"], ["deep/er/b.md"], ["new/é e.md"], ["c.markdown"],
+                     ["archive/d.md", "drafts/d.md"], ["deep/er/b.md"], [], ["a.md"]]
+
+
+@pytest.mark.parametrize("child", ["garbled", "failed"])
+def test_a_child_without_an_answer_leaves_the_walk_here(
+        indexed: tuple[Path, Path, Settings], child: str) -> None:
+    root, index, _settings = indexed
+    (root / "a.md").write_text("# A\n\nEdited in place.\n", encoding="utf-8")
+    found = _beside(root, index, child)
+    assert found["forked"] and found["reaped"]
+    assert found["beside"] == found["here"] == ["a.md"]
+
+
+def test_beside_running_threads_nothing_is_forked(tmp_path: Path) -> None:
+    """A fork copies locks other threads hold: with one running, the walk is made here."""
+    root = _vault(tmp_path / "notes")
+    os.mkfifo(tmp_path / "odd")  # a file, and not a note: the walks agree on it too
+    stop = threading.Event()
+    waiting = threading.Thread(target=stop.wait)
+    waiting.start()
+    try:
+        walk = WalkBeside(root, Settings(), None)
+        assert walk.pid is None
+        assert dict(walk.seen().items()) == sources.stat_scan(root)[0]
+    finally:
+        stop.set()
+        waiting.join()
+
+
+def test_the_childs_answer_keeps_every_name(tmp_path: Path) -> None:
+    """Paths come back through bytes: a name that is not UTF-8, spaces, other scripts."""
+    root = _vault(tmp_path / "notes")
+    write_note(root, "日本語/メモ.md", "# メモ\n")
+    write_note(root, "with space/and, comma.md", "# x\n")
+    os.close(os.open(os.fsencode(root) + b"/caf\xe9.md", os.O_CREAT | os.O_WRONLY))
+    done = subprocess.run([sys.executable, "-c", WALKED, str(root)], capture_output=True,
+                          timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    beside, here = marshal.loads(done.stdout)
+    assert beside == here and "caf\udce9.md" in here and "日本語/メモ.md" in here
+
+
+WALKED = """
+import marshal, os, sys
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.index.freshness import WalkBeside
+from mdsearch_ls.engine.notes.files import stat_scan
+walk = WalkBeside(sys.argv[1], Settings(), None)
+assert walk.pid is not None
+sys.stdout.buffer.write(marshal.dumps((dict(walk.seen().items()), stat_scan(sys.argv[1])[0])))
+"""
