@@ -147,14 +147,15 @@ def search_queries(args: argparse.Namespace) -> tuple[list[_Query], dict[str, An
     return queries, filters
 
 
-def _search_ahead(ws: Any, queries: list[_Query]) -> None:
+def _search_ahead(args: argparse.Namespace, ws: Any, queries: list[_Query]) -> None:
     """The first query searched while the look walks the notes (the searcher keeps the answer,
     and hands it out again if the look finds the index as it was), and the snippets' parser
-    loaded: the second core walks, and this one need not wait idle."""
+    loaded if they are printed: the second core walks, and this one need not wait idle."""
     first = next((q for q in queries if q.request is not None), None)
     if first is not None:
         ws.search(first.request)
-    from mdsearch_ls.engine.api import snippet  # noqa: F401  (imports the markdown parser)
+    if args.format != "paths":
+        from mdsearch_ls.engine.api import snippet  # noqa: F401  (imports the markdown parser)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -178,7 +179,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if first:
         _confirm_first_index(args, root, settings)
     session = _Session(args, settings)
-    session.warm = lambda ws: _search_ahead(ws, queries)
+    session.warm = lambda ws: _search_ahead(args, ws, queries)
     mode_open = "read" if args.no_update else "read-if-locked"
     from mdsearch_ls.engine.api import RequestError, has_index
 
