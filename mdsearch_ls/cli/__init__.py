@@ -46,6 +46,7 @@ __all__ = [
     "build_parser",
     "exit_code",
     "main",
+    "run",
     "serve_main",
 ]
 
@@ -78,6 +79,31 @@ def exit_code(exc: BaseException) -> int:
                   | FileNotFoundError | NotADirectoryError | ValueError):
         return EXIT_USAGE
     return EXIT_ERROR
+
+
+def run() -> None:
+    """The ``mdsearch`` command as its process runs it (the console script, ``python -m``):
+    :func:`main`, then out. After a search, out without the interpreter's teardown: freeing
+    the model's session and every module's objects took 15-35 ms of a 0.35 s search at 8k
+    chunks, for memory the kernel takes back at once anyway. A search leaves nothing else to
+    do by then (its index closed, its background process started, its log lines written as
+    they came): stdout and stderr are flushed here. Where Chroma was imported (a larger
+    update before the search), its own exit handlers run, as after any other command."""
+    code = main()
+    if sys.argv[1:2] != ["search"] or "chromadb" in sys.modules:
+        raise SystemExit(code)
+    import os
+
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # (`| head`: what main would have said had it met it first)
+        code = _reader_gone()
+    except (OSError, ValueError):
+        raise SystemExit(code) from None
+    try:
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
