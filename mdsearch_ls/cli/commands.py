@@ -147,15 +147,21 @@ def search_queries(args: argparse.Namespace) -> tuple[list[_Query], dict[str, An
     return queries, filters
 
 
-def _search_ahead(args: argparse.Namespace, ws: Any, queries: list[_Query]) -> None:
-    """The first query searched while the look walks the notes (the searcher keeps the answer,
-    and hands it out again if the look finds the index as it was), and the snippets' parser
-    loaded if they are printed: the second core walks, and this one need not wait idle."""
-    first = next((q for q in queries if q.request is not None), None)
-    if first is not None:
-        ws.search(first.request)
+def _search_ahead(args: argparse.Namespace, session: _Session, ws: Any, queries: list[_Query],
+                  walking: Callable[[], bool]) -> None:
+    """What a search needs whatever the look finds, done while the look walks the notes on
+    the second core: the model (for the query, or for the notes an update reads) and the
+    snippets' parser if they are printed. And, if the walk still runs then, the first query
+    searched on the index as it is: the searcher keeps that answer and hands it out again if
+    the look finds nothing changed; after an edit it is thrown away, so it is not started
+    once the walk is over (a small vault's walk ends first, and wasted nothing)."""
+    if (args.mode or session.settings.mode) != "keyword":
+        session.embedder.load()
     if args.format != "paths":
         from mdsearch_ls.engine.api import snippet  # noqa: F401  (imports the markdown parser)
+    first = next((q for q in queries if q.request is not None), None)
+    if first is not None and walking():
+        ws.search(first.request)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -179,7 +185,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if first:
         _confirm_first_index(args, root, settings)
     session = _Session(args, settings)
-    session.warm = lambda ws: _search_ahead(args, ws, queries)
+    session.warm = lambda ws, walking: _search_ahead(args, session, ws, queries, walking)
     mode_open = "read" if args.no_update else "read-if-locked"
     from mdsearch_ls.engine.api import RequestError, has_index
 

@@ -96,8 +96,9 @@ class _Session:
         self.embedder = _ReportingEmbedder(create_embedder(settings), self.progress)
         self.changed: list[str] | None = None
         """The notes a read-only look found changed: what the update that follows reads."""
-        self.warm: Callable[[Any], None] | None = None
-        """What the command does with the read-only workspace while the look's walk runs."""
+        self.warm: Callable[[Any, Callable[[], bool]], None] | None = None
+        """What the command does with the read-only workspace while the look's walk runs (and
+        a way to ask whether it still does)."""
 
     def open(self, root: Path, mode: str) -> Any:
         """The workspace of ``root``, opened as the command needs it (see ``OpenMode``).
@@ -168,7 +169,7 @@ class _Session:
                 ready = ws.index_state().state == "ready"
                 if ready and self.warm is not None and walk.pid is not None:
                     try:
-                        self.warm(ws)
+                        self.warm(ws, walk.walking)
                     except Exception as exc:  # (the command meets it again, and says it)
                         log.debug("working ahead failed: %s", exc)
                 self.changed = ws.changed_notes(seen=walk.seen) if ready else None

@@ -104,14 +104,40 @@ def test_a_search_after_edits_updates_just_the_changed_notes(tmp_path: Path) -> 
 
 
 # The CLI's own entry, counting the rankings a search makes and the children its look forks.
+# WALK=long holds the child's walk until this process has ranked (the walk of a large vault,
+# which outlasts the model's load); WALK=short holds this process until the walk is over (a
+# small vault's). Either hold gives up after 120 s, so a failure fails rather than hangs.
 COUNTED = """
-import json, os, sys
+import json, os, select, sys
 from mdsearch_ls.engine.index import freshness
 from mdsearch_ls.engine.search import searcher
 ranked, walks = [], []
 rank, seen = searcher.Searcher._search, freshness.WalkBeside.seen
-searcher.Searcher._search = lambda self, *a, **kw: ranked.append(1) or rank(self, *a, **kw)
+has_ranked, may_rank = os.pipe()
+
+def counted(self, *args, **kwargs):
+    ranked.append(1)
+    os.write(may_rank, b"r")
+    return rank(self, *args, **kwargs)
+
+searcher.Searcher._search = counted
 freshness.WalkBeside.seen = lambda self: walks.append(self.pid) or seen(self)
+if os.environ["WALK"] == "long":
+    send = freshness._walk_and_send
+
+    def held(fd, *args):
+        select.select([has_ranked], [], [], 120)
+        send(fd, *args)
+
+    freshness._walk_and_send = held
+else:
+    walking = freshness.WalkBeside.walking
+
+    def over(self):
+        select.select([self._fd], [], [], 120)
+        return walking(self)
+
+    freshness.WalkBeside.walking = over
 from mdsearch_ls.cli import main
 code = main(sys.argv[1:])
 sys.stderr.write("COUNTED " + json.dumps({"ranked": len(ranked), "walks": walks,
@@ -120,34 +146,42 @@ raise SystemExit(code)
 """
 
 
-def _counted(notes: Path, cache: Path, *args: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "MDSEARCH_BACKGROUND": "off"}
+def _counted(notes: Path, cache: Path, walk: str, *args: str
+             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "MDSEARCH_BACKGROUND": "off",
+           "WALK": walk}
     done = subprocess.run([sys.executable, "-c", COUNTED, "search", *args, "--json",
                            "--no-resident"], cwd=notes, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
     line = next(ln for ln in done.stderr.splitlines() if ln.startswith("COUNTED "))
-    return json.loads(done.stdout)["results"], json.loads(line.removeprefix("COUNTED "))
+    counted = json.loads(line.removeprefix("COUNTED "))
+    assert len(counted["walks"]) == 1 and counted["walks"][0] not in (None, counted["me"])
+    return json.loads(done.stdout)["results"], counted
 
 
 def test_a_search_ranks_while_its_look_walks_and_keeps_that_answer_only_if_nothing_changed(
         tmp_path: Path) -> None:
     """With nothing holding the index, the walk of every note's stat runs in a child process
-    while the search ranks ahead on the index as it is: that ranking is the answer when the
-    walk finds nothing changed, and is thrown away when it finds an edit."""
+    while the search loads the model and, if the walk still runs then, ranks ahead on the
+    index as it is: that ranking is the answer when the walk finds nothing changed, and is
+    thrown away when it finds an edit. Once the walk is over nothing is ranked ahead."""
     notes = _tiny(tmp_path / "notes")
     cache = tmp_path / "cache"
     assert run_cli("index", str(notes), cache=cache).returncode == 0
     query = "when should I give my fern a larger container"
-    hits, counted = _counted(notes, cache, query, "-k", "2")
     as_it_is = run_cli("search", query, "-k", "2", "--json", "--no-update", cache=cache,
                        cwd=notes)
-    assert hits == json.loads(as_it_is.stdout)["results"] and hits[0]["path"] == "ferns.md"
-    assert counted["ranked"] == 1  # ranked ahead, and that ranking printed
-    assert len(counted["walks"]) == 1 and counted["walks"][0] not in (None, counted["me"])
-    (notes / "ferns.md").write_text(
-        "# Ferns\n\nTree ferns need shade.\n\n## Repotting\n\nMove a fern to a bigger pot in "
-        "spring, when new fronds uncurl.\n", "utf-8")
-    hits, counted = _counted(notes, cache, query, "-k", "2")
-    assert (hits[0]["path"], hits[0]["title"]) == ("ferns.md", "Repotting")
-    assert counted["ranked"] == 2  # the ranking ahead was of the index before the edit
+    expected = json.loads(as_it_is.stdout)["results"]
+    assert expected[0]["path"] == "ferns.md"
+    for walk in ("long", "short"):
+        hits, counted = _counted(notes, cache, walk, query, "-k", "2")
+        assert hits == expected
+        assert counted["ranked"] == 1  # (long: ranked ahead, and that ranking printed)
+    for walk, section, rankings in (("long", "Repotting", 2), ("short", "Pruning", 1)):
+        (notes / "ferns.md").write_text(
+            f"# Ferns\n\nTree ferns need shade.\n\n## {section}\n\nMove a fern to a bigger "
+            f"pot in spring, when new fronds uncurl ({walk}).\n", "utf-8")
+        hits, counted = _counted(notes, cache, walk, query, "-k", "2")
+        assert (hits[0]["path"], hits[0]["title"]) == ("ferns.md", section)
+        assert counted["ranked"] == rankings  # long: the ranking ahead was thrown away

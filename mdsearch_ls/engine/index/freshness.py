@@ -141,6 +141,15 @@ class WalkBeside:
         os.close(write_fd)
         self.pid, self._fd = pid, read_fd
 
+    def walking(self) -> bool:
+        """Whether the child is still at it (it writes its answer in one go at the end): what
+        the caller does ahead is free only until then."""
+        if self.pid is None:
+            return False
+        import select
+
+        return not select.select([self._fd], [], [], 0)[0]
+
     def seen(self) -> Seen:
         """What the walk found: the child's answer, or a walk made here when it gave none."""
         if self.pid is not None:
