@@ -268,6 +268,22 @@ def test_beside_running_threads_nothing_is_forked(tmp_path: Path) -> None:
         waiting.join()
 
 
+def test_a_fork_refused_leaves_the_walk_here(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A limit on processes (EAGAIN) or a sandbox: the search goes on, walking in process."""
+    root = _vault(tmp_path / "notes")
+    monkeypatch.setattr("mdsearch_ls.engine.index.freshness._threads", lambda: 1)
+
+    def refused() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    fds = len(os.listdir("/proc/self/fd"))
+    walk = WalkBeside(root, Settings(), None)
+    assert walk.pid is None and len(os.listdir("/proc/self/fd")) == fds  # (no pipe left open)
+    assert dict(walk.seen().items()) == sources.stat_scan(root)[0]
+
+
 def test_the_childs_answer_keeps_every_name(tmp_path: Path) -> None:
     """Paths come back through bytes: a name that is not UTF-8, spaces, other scripts."""
     root = _vault(tmp_path / "notes")

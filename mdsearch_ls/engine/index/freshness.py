@@ -118,9 +118,9 @@ class WalkBeside:
     finished no sooner: the two contend for the GIL), a child process can. The child does
     nothing but the walk: it opens no database (SQLite's state does not survive a fork) and
     sends back three flat arrays, which cost the caller a fraction of what a pickled dict
-    would. No ``fork`` on this system, threads already running, or a child that gave no
-    answer (a signal) leave the walk to :meth:`seen`, in process: the answer never differs,
-    only its cost.
+    would. No ``fork`` on this system (or none allowed now), threads already running, or a
+    child that gave no answer (a signal) leave the walk to :meth:`seen`, in process: the
+    answer never differs, only its cost.
     """
 
     def __init__(self, root: Path, settings: Settings, index_dir: Path | None) -> None:
@@ -131,7 +131,12 @@ class WalkBeside:
         if not hasattr(os, "fork") or _threads() > 1:
             return
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # (a limit on processes, a sandbox that forbids them)
+            os.close(read_fd)
+            os.close(write_fd)
+            return
         if pid == 0:  # the child, which never returns into the caller's code
             try:
                 os.close(read_fd)
