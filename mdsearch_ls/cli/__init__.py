@@ -81,16 +81,21 @@ def exit_code(exc: BaseException) -> int:
     return EXIT_ERROR
 
 
+LEAVE_AT_ONCE = frozenset({"search", "related", "status", "index"})
+"""Commands whose process ends without the interpreter's teardown (see :func:`run`)."""
+
+
 def run() -> None:
     """The ``mdsearch`` command as its process runs it (the console script, ``python -m``):
     :func:`main`, then out. After a search, out without the interpreter's teardown: freeing
     the model's session and every module's objects took 15-35 ms of a 0.35 s search at 8k
-    chunks, for memory the kernel takes back at once anyway. A search leaves nothing else to
-    do by then (its index closed, its background process started, its log lines written as
-    they came): stdout and stderr are flushed here. Where Chroma was imported (a larger
-    update before the search), its own exit handlers run, as after any other command."""
+    chunks (10-20 ms of `related` and of a no-op `index`), for memory the kernel takes back
+    at once anyway. These commands leave nothing else to do by then (the index closed, a
+    background process started, log lines written as they came): stdout and stderr are
+    flushed here. Where Chroma was imported (an index run, a larger update before a search),
+    its own exit handlers run, as after the servers' commands."""
     code = main()
-    if sys.argv[1:2] != ["search"] or "chromadb" in sys.modules:
+    if sys.argv[1:2] == [] or sys.argv[1] not in LEAVE_AT_ONCE or "chromadb" in sys.modules:
         raise SystemExit(code)
     import os
 
