@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -148,6 +149,20 @@ def test_the_stat_scan_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
         assert "sub/keep.md" in notes and "sub/drop.md" not in notes
 
 
+def _each_kind_of_change(root: Path, new_note: str) -> list[Callable[[], object]]:
+    """An edit, a touch, a new note (``new_note``), a delete, a folder moved, a ``.gitignore``
+    that leaves a note out, and a note grown past the size limit, in that order."""
+    return [
+        lambda: (root / "a.md").write_text("# A\n\nEdited in place.\n", encoding="utf-8"),
+        lambda: bump_mtime(root / "deep/er/b.md"),
+        lambda: write_note(root, new_note, "# E\n\nA new note in a new folder.\n"),
+        lambda: (root / "c.markdown").unlink(),
+        lambda: (root / "drafts").rename(root / "archive"),
+        lambda: write_note(root, "deep/.gitignore", "er/\n"),
+        lambda: (root / "a.md").write_text("# A\n\n" + "grown " * 5000, encoding="utf-8"),
+    ]
+
+
 def _update_only(root: Path, index: Path, settings: Settings, changed: list[str]) -> int:
     """The CLI's targeted update: only the notes the check named."""
     with Workspace(root, settings, FakeEmbedder(), index_dir=index) as ws:  # type: ignore[arg-type]
@@ -161,15 +176,7 @@ def test_updating_only_the_changed_notes_leaves_nothing_for_a_full_update(
     second scan); a full update afterwards must find nothing left to do, for every kind of
     change, including ones the indexer skips or drops."""
     root, index, settings = indexed
-    changes = [
-        lambda: (root / "a.md").write_text("# A\n\nEdited in place.\n", encoding="utf-8"),
-        lambda: bump_mtime(root / "deep/er/b.md"),
-        lambda: write_note(root, "new/e.md", "# E\n\nA new note in a new folder.\n"),
-        lambda: (root / "c.markdown").unlink(),
-        lambda: (root / "drafts").rename(root / "archive"),
-        lambda: write_note(root, "deep/.gitignore", "er/\n"),
-        lambda: (root / "a.md").write_text("# A\n\n" + "grown " * 5000, encoding="utf-8"),
-    ]
+    changes = _each_kind_of_change(root, "new/e.md")
     acted = [1, 0, 1, 1, 2, 1, 1]
     for change, want in zip(changes, acted, strict=True):
         change()
@@ -219,17 +226,9 @@ def test_a_walk_beside_answers_as_one_made_here(indexed: tuple[Path, Path, Setti
     """Every kind of change, the oversize and the skipped ones too, named alike by the look
     whose walk ran in a child process and by the look made in process."""
     root, index, settings = indexed
-    changes = [
-        lambda: None,
-        lambda: (root / "a.md").write_text("# A\n\nEdited in place.\n", encoding="utf-8"),
-        lambda: bump_mtime(root / "deep/er/b.md"),
-        lambda: write_note(root, "new/é e.md", "# E\n\nA new note in a new folder.\n"),
-        lambda: (root / "c.markdown").unlink(),
-        lambda: (root / "drafts").rename(root / "archive"),
-        lambda: write_note(root, "deep/.gitignore", "er/\n"),
-        lambda: write_note(root, "big.md", "# Big\n\n" + "word " * 5000),
-        lambda: (root / "a.md").write_text("# A\n\n" + "grown " * 5000, encoding="utf-8"),
-    ]
+    kinds = _each_kind_of_change(root, "new/é e.md")
+    changes = [lambda: None, *kinds[:-1],
+               lambda: write_note(root, "big.md", "# Big\n\n" + "word " * 5000), kinds[-1]]
     named = []
     for change in changes:
         change()
@@ -255,7 +254,6 @@ def test_a_child_without_an_answer_leaves_the_walk_here(
 def test_beside_running_threads_nothing_is_forked(tmp_path: Path) -> None:
     """A fork copies locks other threads hold: with one running, the walk is made here."""
     root = _vault(tmp_path / "notes")
-    os.mkfifo(tmp_path / "odd")  # a file, and not a note: the walks agree on it too
     stop = threading.Event()
     waiting = threading.Thread(target=stop.wait)
     waiting.start()
