@@ -219,7 +219,7 @@ class _Arrays:
 
 def _walk_and_send(fd: int, root: Path, settings: Settings, index_dir: Path | None) -> None:
     """The child's side of :class:`WalkBeside`; nothing is sent when the walk fails (the caller
-    walks again, in process, and says why)."""
+    then walks again, in process, where a failure is raised as it would be without a child)."""
     found = _stats(root, settings, index_dir)
     view = memoryview(marshal.dumps((
         "\0".join(found).encode("utf-8", "surrogateescape"),
