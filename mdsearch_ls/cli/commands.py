@@ -1,20 +1,36 @@
-"""The commands themselves: ``index``, ``search``, ``related``, ``status``, ``serve`` and ``mcp``,
-each a function of the parsed arguments that returns an exit code (``COMMANDS`` maps the names).
+"""The commands themselves: ``index``, ``search``, ``related``, ``status``, ``serve``, ``mcp`` and
+``background``, each a function of the parsed arguments that returns an exit code (``COMMANDS``
+maps the names).
 
-Engine imports stay inside the functions, so importing this module costs nothing of the engine
-and each command pays only for what it uses."""
+Every command that reads an index reaches it the one way the engine offers
+(:class:`~mdsearch_ls.engine.api.Folders`): the process that holds the index answers; when none
+does, ``search`` and ``related`` ask the background process to hold it (starting it, and saying
+so) unless it is switched off, and every other command, or a search with the background process
+off, holds the index itself for its own run. Whoever answered, the results are printed here, by
+this process's own printer.
+"""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from mdsearch_ls.cli.common import EXIT_OK, UsageError, _note, _settings, _shown
+from mdsearch_ls.cli import background
+from mdsearch_ls.cli.common import (
+    EXIT_OK,
+    UsageError,
+    _note,
+    _said,
+    _settings,
+    _shown,
+    given_index_settings,
+)
 from mdsearch_ls.cli.output import (
     QueryFailed,
     _check_output_args,
@@ -23,8 +39,134 @@ from mdsearch_ls.cli.output import (
     _Printer,
     print_queries,
 )
-from mdsearch_ls.cli.session import _confirm_first_index, _find_root, _Session
-from mdsearch_ls.logs import configure_now
+from mdsearch_ls.cli.progress import _Progress, _ReportingEmbedder, _Signals
+from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.api import (
+    Folders,
+    IndexedFolder,
+    IndexReport,
+    RelatedRequest,
+    RequestError,
+    SearchRequest,
+    broad_root_reason,
+    create_embedder,
+    find_index_root,
+    has_index,
+)
+
+# ---- which index, reached how -------------------------------------------------------------------
+
+
+def _find_root(args: argparse.Namespace, settings: Settings, start: Path | None = None) -> Path:
+    """``--root``, else the nearest folder at or above ``start`` (default: the current one)
+    with an index, else a usage error saying how to make one. Never creates anything."""
+    if args.root is not None:
+        return Path(args.root)
+    here = (start or Path.cwd()).resolve()
+    found = find_index_root(here, settings.index_dir)
+    if found is not None:
+        return found
+    if settings.index_dir:
+        raise UsageError(f"no index in {settings.index_dir}: run `mdsearch index DIR "
+                         f"--index-dir {settings.index_dir}` (or give --root)")
+    raise UsageError(f"no index for {here} or any parent: run `mdsearch index DIR` "
+                     f"(or give --root)")
+
+
+def _confirm_first_index(args: argparse.Namespace, root: Path, settings: Settings) -> None:
+    """Before the first index of ``root``: a home folder, ``/`` or more than ``max_files`` notes
+    needs ``--yes``, and the refusal names the count (an hour of embedding, or a crawl of
+    site-packages READMEs, is not what a typo should cost)."""
+    if getattr(args, "yes", False) or not root.is_dir() or has_index(root, settings):
+        return
+    found = broad_root_reason(root, settings, "--max-files")
+    if found is None:
+        return
+    reason, special = found
+    if not special:
+        raise UsageError(f"{reason}; pass --yes to index it anyway, or --max-files N")
+    raise UsageError(f"{reason}; index the folder that holds your notes, or pass --yes to "
+                     f"index it anyway")
+
+
+class _Session:
+    """What one command run shares: the progress line, the model (wrapped to report), and the
+    one folder it works on, reached the engine's way."""
+
+    def __init__(self, args: argparse.Namespace, settings: Settings, *,
+                 ask_background: bool) -> None:
+        self.args = args
+        self.settings = settings
+        self.progress = _Progress(not args.quiet)
+        self.folders = Folders(
+            settings, embedder=_ReportingEmbedder(create_embedder(settings), self.progress),
+            role="command", via_background=ask_background and background.wanted(args),
+            watch=False, on_message=self._say)
+
+    def _say(self, text: str, level: str) -> None:
+        if level == "notice":
+            self.progress.clear()
+            _said(text.removeprefix("mdsearch: "))
+        elif level != "error":  # (an error is raised too, and said once, with its exit code)
+            _note(self.args, text.removeprefix("mdsearch: "))
+
+    def open(self, root: Path) -> IndexedFolder:
+        """The folder of ``root``, its index held here or by the process that answers for it."""
+        folder = self.folders.add(root, self.settings, given=given_index_settings(self.args))
+        if folder is None:
+            raise FileNotFoundError(f"notes folder not found: {root}")
+        folder.open_now()
+        return folder
+
+    def update(self, folder: IndexedFolder, *, rebuild: bool = False) -> tuple[IndexReport | None,
+                                                                               int]:
+        """Bring the index up to date (here, or by its holder) with a truthful progress line;
+        ``(report, exit code)``, the code non-zero when a signal stopped the run (what was
+        committed is said)."""
+        args = self.args
+        self.progress.phase(f"scanning {_shown(folder.root)}…")
+        with _Signals(self.progress) as signals:
+
+            def progress(done: int, total: int, chunks: int) -> None:
+                if signals.cancelled() and not folder.held:
+                    raise KeyboardInterrupt  # the holder stops when its asker is gone
+                self.progress.files(done, total, chunks)
+
+            try:
+                report = folder.index_now(rebuild=rebuild, progress=progress,
+                                          cancel=signals.cancelled)
+            except KeyboardInterrupt:
+                self.progress.clear()
+                if not folder.held:
+                    _said(f"interrupted: the process that holds the index stops after its "
+                          f"current batch; run `mdsearch index {_shown(folder.root)}` to finish")
+                else:
+                    _said(f"interrupted: {folder.status()['files']} notes are in the index; run "
+                          f"`mdsearch index {_shown(folder.root)}` to finish")
+                return None, signals.exit_code if signals.received else 130
+            finally:
+                self.progress.clear()
+        if not args.quiet:
+            for warning in report.warnings:
+                print(f"mdsearch: warning: {warning}", file=sys.stderr)
+        if report.cancelled:
+            have = report.files_unchanged + report.files_indexed
+            _said(f"interrupted: {have} of {report.files_total} notes are in the index "
+                  f"({report.files_indexed} indexed by this run, {report.chunks_written} chunks "
+                  f"committed); run `mdsearch index {_shown(folder.root)}` to finish")
+            return report, signals.exit_code
+        return report, EXIT_OK
+
+    def close(self) -> None:
+        self.progress.clear()
+        self.folders.close(timeout=60.0)
+
+    def __enter__(self) -> _Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 # ---- index --------------------------------------------------------------------------------------
 
@@ -37,44 +179,26 @@ def cmd_index(args: argparse.Namespace) -> int:
     else:
         root = Path(args.root)
     _confirm_first_index(args, root, settings)
-    if not args.rebuild:
-        # the server that holds this index, if one does, looks for changes with its watch
-        from mdsearch_ls.cli import resident
-
-        code = resident.run_index(args, settings, root)
-        if code is not None:
-            return code
-    session = _Session(args, settings)
-    done = None if args.rebuild else session.nothing_to_index(root)
-    if done is not None:
-        if not args.quiet:
-            print(f"indexed {Path(root).resolve()}: {done.summary()} (nothing had changed)")
-        return EXIT_OK
-    with session.open(root, "write") as ws:
-        report, code = session.update(ws, rebuild=args.rebuild)
-        if code:
+    with _Session(args, settings, ask_background=False) as session:
+        folder = session.open(root)
+        report, code = session.update(folder, rebuild=args.rebuild)
+        if code or report is None:
             return code
         if not args.quiet:
-            print(f"indexed {ws.root}: {report.summary()}")
+            print(f"indexed {folder.root}: {report.summary()}")
     return EXIT_OK
 
 
 # ---- search -------------------------------------------------------------------------------------
 
 
+@dataclasses.dataclass
 class _Query:
-    """One query of a run: as typed, its validated request, or why it cannot run. A plain class:
-    a dataclass costs ~0.5 ms to define, in a process a server's answer leaves little else to do."""
+    """One query of a run: as typed, its validated request, or why it cannot run."""
 
-    __slots__ = ("error", "request", "text")
-
-    def __init__(self, text: str, request: Any = None, error: str | None = None) -> None:
-        self.text = text
-        self.request = request
-        self.error = error
-
-    def __repr__(self) -> str:
-        return f"_Query(text={self.text!r}, request={self.request!r}, error={self.error!r})"
+    text: str
+    request: SearchRequest | None = None
+    error: str | None = None
 
 
 def _read_queries(path: str) -> Iterator[tuple[str, str | None]]:
@@ -115,9 +239,7 @@ def _index_state_note(index: Any) -> str | None:
 
 def search_queries(args: argparse.Namespace) -> tuple[list[_Query], dict[str, Any]]:
     """The queries of a search run, each parsed (or why not), and its filter flags: checked
-    before any index is touched, here and where a server prints a search for the CLI."""
-    from mdsearch_ls.engine.api import RequestError, SearchRequest
-
+    before any index is touched."""
     if not args.query and not args.queries and not args.phrase:
         raise UsageError("give a QUERY, --queries FILE or --phrase TEXT "
                          "(`mdsearch search --help` has examples)")
@@ -125,11 +247,6 @@ def search_queries(args: argparse.Namespace) -> tuple[list[_Query], dict[str, An
     filters = {"path": args.path, "tag": args.tag, "type": args.type,
                "modified": args.modified, "phrase": args.phrase}
     filters = {k: v for k, v in filters.items() if v}
-
-    def build(query: str) -> Any:
-        return SearchRequest.build(query, k=args.k, mode=args.mode, filters=filters or None,
-                                   min_score=args.min_score)
-
     # Every query is parsed before the index is touched: a mistyped filter is reported at once,
     # and in a batch each bad line gets its own answer while the others run.
     raw = _read_queries(args.queries) if args.queries else [(args.query or "", None)]
@@ -138,7 +255,9 @@ def search_queries(args: argparse.Namespace) -> tuple[list[_Query], dict[str, An
         q = _Query(text, error=problem)
         if problem is None:
             try:
-                q.request = build(text)
+                q.request = SearchRequest.build(text, k=args.k, mode=args.mode,
+                                                filters=filters or None,
+                                                min_score=args.min_score)
             except RequestError as exc:
                 if not args.queries:
                     raise
@@ -147,76 +266,42 @@ def search_queries(args: argparse.Namespace) -> tuple[list[_Query], dict[str, An
     return queries, filters
 
 
-def _search_ahead(args: argparse.Namespace, session: _Session, ws: Any, queries: list[_Query],
-                  walking: Callable[[], bool]) -> None:
-    """What a search needs whatever the look finds, done while the look walks the notes on
-    the second core: the model (for the query, or for the notes an update reads) and the
-    snippets' parser if they are printed. And, if the walk still runs then, the first query
-    searched on the index as it is: the searcher keeps that answer and hands it out again if
-    the look finds nothing changed; after an edit it is thrown away, so it is not started
-    once the walk is over (a small vault's walk ends first, and wasted nothing)."""
-    if (args.mode or session.settings.mode) != "keyword":
-        session.embedder.load()
-    if args.format != "paths":
-        from mdsearch_ls.engine.api import snippet  # noqa: F401  (imports the markdown parser)
-    first = next((q for q in queries if q.request is not None), None)
-    if first is not None and walking():
-        ws.search(first.request)
-
-
 def cmd_search(args: argparse.Namespace) -> int:
-    queries, filters = search_queries(args)
+    queries, _filters = search_queries(args)
     settings = _settings(args)
     if args.server:
-        from mdsearch_ls.cli import remote
+        from mdsearch_ls.cli import remote  # (the MCP SDK's client: 0.3 s, for --server alone)
 
-        configure_now()
         return remote.run(args, queries)
     root = _find_root(args, settings)
-    if not args.no_resident:
-        # the server that holds this index, if one does, answers as this process would
-        from mdsearch_ls.cli import resident
-
-        code = resident.run(args, settings, root, queries, filters, _index_state_note)
-        if code is not None:
-            return code
-    configure_now()  # searching here: the engine's modules log by themselves
-    first = args.root is not None and not args.no_update
+    first = not has_index(root, settings)
     if first:
         _confirm_first_index(args, root, settings)
-    session = _Session(args, settings)
-    session.warm = lambda ws, walking: _search_ahead(args, session, ws, queries, walking)
-    mode_open = "read" if args.no_update else "read-if-locked"
-    from mdsearch_ls.engine.api import RequestError, has_index
-
-    fresh = first and not has_index(root, settings)
-    with session.open(root, mode_open) as ws:
-        if not args.no_update and not ws.read_only:
-            report, code = session.update(ws, first=fresh)
+    with _Session(args, settings, ask_background=not first) as session:
+        folder = session.open(root)
+        if folder.held and not args.no_update:
+            if first:
+                _note(args, f"{folder.root} is not indexed yet: indexing it first (once; "
+                      f"later runs only read changed notes)")
+            _report, code = session.update(folder)
             if code:
                 return code
-            if report.files_indexed or report.files_deleted:
-                _note(args, f"updated the index: {report.summary()}")
-        printer = _Printer(args, ws, args.mode or settings.mode)
+        printer = _Printer(args, folder.root, args.mode or settings.mode)
 
         def search(q: _Query) -> Any:
             try:
-                result = ws.search(q.request)
+                return folder.search(q.request)  # type: ignore[arg-type]
             except RequestError as exc:
                 if not args.queries:
                     raise  # alone, the engine's own error (exit 2, its message)
                 raise QueryFailed(str(exc)) from None
-            session.progress.clear()
-            return result
 
         status, hits = print_queries(args, printer, queries, search, _index_state_note)
         if status == EXIT_OK and args.open is not None:
-            return _maybe_open(args, ws, hits)
-    if status == EXIT_OK and not args.no_update:
-        # after the results: a person waiting for them must not wait for a spawn too
-        from mdsearch_ls.cli import background
-
-        background.start_after_search(args, session.settings, root)
+            return _maybe_open(args, folder.root, hits)
+    if first and status == EXIT_OK:
+        # after the results: the index exists now, and the background process keeps it
+        background.start_after_first_index(args, settings, root)
     return status
 
 
@@ -224,99 +309,93 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_related(args: argparse.Namespace) -> int:
-    from mdsearch_ls.engine.api import RelatedRequest, has_index
-
     _check_output_args(args)
     if args.line < 1:
         raise UsageError(f"--line: lines are 1-based (the first line is 1), got {args.line}")
     settings = _settings(args)
     target = Path(args.file).expanduser()
-    start = (target if target.is_absolute() else Path.cwd() / target).parent
-    root = _find_root(args, settings, start if start.is_dir() else None)
+    target = target if target.is_absolute() else Path.cwd() / target
+    root = _find_root(args, settings, target.parent if target.parent.is_dir() else None)
     min_score = -1.0 if args.min_score is None else args.min_score
     request = RelatedRequest.build(args.file, args.line - 1, k=args.k, min_score=min_score)
-    if args.root is not None:
+    first = not has_index(root, settings)
+    if first:
         _confirm_first_index(args, root, settings)
-    fresh = args.root is not None and not has_index(root, settings)
-    session = _Session(args, settings)
-    with session.open(root, "read-if-locked") as ws:
-        if not ws.read_only:
-            _report, code = session.update(ws, first=fresh)
+    with _Session(args, settings, ask_background=not first) as session:
+        folder = session.open(root)
+        if folder.held:
+            _report, code = session.update(folder)
             if code:
                 return code
-        rel = ws.note_path(target if target.is_absolute() else Path.cwd() / target)
-        if rel is None or not (ws.root / rel).is_file():
-            rel = args.file if (ws.root / args.file).is_file() else None
+        rel = folder.note_path(target)
+        if rel is None or not (folder.root / rel).is_file():
+            rel = args.file if (folder.root / args.file).is_file() else None
         if rel is None:
-            raise UsageError(f"{args.file} is not a note inside {ws.root}")
-        result = ws.related(dataclasses.replace(request, path=rel))
-        session.progress.clear()
-        printer = _Printer(args, ws, "semantic")
-        fmt = printer.format
+            raise UsageError(f"{args.file} is not a note inside {folder.root}")
+        result = folder.related(dataclasses.replace(request, path=rel))
+        printer = _Printer(args, folder.root, "semantic")
         section = result.section
-        if fmt == "json":
+        if printer.format == "json":
             rendered = printer.rendered(result.hits, (), 200)
             print(json.dumps({
-                "path": rel, "file": str(ws.root / rel), "line": args.line,
+                "path": rel, "file": str(folder.root / rel), "line": args.line,
                 "section": section.title if section else None,
-                "results": [_hit_json(h, ws, r, mode="semantic", explain=False)
+                "results": [_hit_json(h, folder.root, r, mode="semantic", explain=False)
                             for h, r in zip(result.hits, rendered, strict=True)],
             }, ensure_ascii=False))
-        elif fmt == "text":
+        elif printer.format == "text":
             if section:
-                print(f"related to {printer.style.path(_shown(ws.root / rel))}:"
+                print(f"related to {printer.style.path(_shown(folder.root / rel))}:"
                       f"{printer.style.line(str(section.start_line + 1))} "
                       f"{printer.style.crumb(' > '.join(section.breadcrumb))}")
             printer.text(rel, result.hits, ())
         else:
             printer.query(rel, _Related(result.hits), (), batch=False, key="related_to")
-        return _maybe_open(args, ws, result.hits)
+        return _maybe_open(args, folder.root, result.hits)
 
 
+@dataclasses.dataclass
 class _Related:
     """``related``'s hits as the printer reads a search's result."""
 
-    __slots__ = ("hits", "notes")
-
-    def __init__(self, hits: list[Any], notes: tuple[str, ...] = ()) -> None:
-        self.hits = hits
-        self.notes = notes
+    hits: list[Any]
+    notes: tuple[str, ...] = ()
 
 
 # ---- status and serve ---------------------------------------------------------------------------
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from mdsearch_ls.cli import resident
-
     settings = _settings(args)
     root = _find_root(args, settings)
-    # the process that holds the index, if one does, answers (the same fields) from memory
-    info = None if args.no_resident else resident.run_status(args, settings, root)
-    if info is None:
-        with _Session(args, settings).open(root, "read") as ws:
-            info = ws.status()
-            info["served_by"] = resident.served_by(ws.index_dir)
+    with _Session(args, settings, ask_background=False) as session:
+        info = session.open(root).status()
+    held = info.get("held_by")
+    if held and held.get("pid") == os.getpid():
+        info["held_by"] = None  # this command, for its own run: nothing holds it otherwise
     if args.json:
         print(json.dumps(info))
         return EXIT_OK
-    for key in ("root", "files", "chunks", "model", "index_dir", "vectors", "last_update"):
+    for key in ("root", "files", "chunks", "model", "index_dir", "last_update"):
         print(f"{key:12} {info[key]}")
     index = info["index"]
     state = index["state"]
     if state in ("building", "interrupted"):
         state += f" ({index['files_done']} of {index['files_total']} notes)"
     print(f"{'state':12} {state}")
-    served = info["served_by"]
-    print(f"{'served by':12} " + (
-        "nothing: each search runs in its own process" if served is None
-        else f"{'a background process' if served['background'] else 'a server'} "
-        f"(pid {served['pid']}), through {served['socket']}"))
+    held = info["held_by"]
+    if held is None:
+        who = "nothing: " + ("each search holds it for its own run" if not background.wanted(args)
+                             else "the next search starts the background process")
+    else:
+        what = "the background process" if held["role"] == "background" else f"a {held['role']}"
+        who = f"{what} (pid {held['pid']})"
+    print(f"{'held by':12} {who}")
     return EXIT_OK
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from mdsearch_ls.mcp import main as mcp_main
+    from mdsearch_ls.mcp import main as mcp_main  # (the MCP SDK: 0.3 s, for this command alone)
 
     settings = _settings(args)
     if args.yes:
@@ -325,14 +404,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                     token_file=args.token_file, allow_hosts=args.allow_host or [])
 
 
-def cmd_background(args: argparse.Namespace) -> int:
-    from mdsearch_ls.cli.background import cmd_background as run
-
-    return run(args)
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
-    from mdsearch_ls.lsp.app import run_stdio
+    from mdsearch_ls.lsp.app import run_stdio  # (pygls and lsprotocol, for this command alone)
 
     return run_stdio()
 
@@ -344,5 +417,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "serve": cmd_serve,
     "mcp": cmd_mcp,
-    "background": cmd_background,
+    "background": background.cmd_background,
 }

@@ -5,43 +5,18 @@ standard library and ``config`` only), so the others import it without cycles.""
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from mdsearch_ls import logs
 from mdsearch_ls.config import Settings, cli_settings, settings_from_flags
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LOCKED, EXIT_OPEN = 0, 1, 2, 3, 4
 EXIT_SIGINT, EXIT_SIGTERM, EXIT_PIPE = 130, 143, 141
 FORMATS = ("text", "json", "jsonl", "vimgrep", "paths")
 
-
-
-class _Log:
-    """The CLI's logger (``mdsearch``), with ``logging`` imported for a record that can be shown
-    (:func:`mdsearch_ls.logs.configure_later`): a search the server answers says nothing at the
-    default level, and never imports it."""
-
-    def debug(self, message: str, *args: object) -> None:
-        self._log(logs.DEBUG, message, args)
-
-    def info(self, message: str, *args: object) -> None:
-        self._log(logs.INFO, message, args)
-
-    def warning(self, message: str, *args: object) -> None:
-        self._log(logs.WARNING, message, args)
-
-    def _log(self, level: int, message: str, args: tuple[object, ...]) -> None:
-        if not logs.shown(level):
-            return
-        logs.configure_now()
-        import logging
-
-        logging.getLogger("mdsearch").log(level, message, *args, stacklevel=3)
-
-
-log = _Log()
+log = logging.getLogger("mdsearch")
 
 
 class UsageError(Exception):
@@ -55,12 +30,24 @@ def _settings(args: argparse.Namespace) -> Settings:
     )
 
 
+def given_index_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The index settings the person named with a flag, by name: the process that holds the
+    index must have the same ones to answer for them."""
+    given = {}
+    for info in cli_settings():
+        value = getattr(args, info.name, None)
+        if info.applies == "index" and value is not None:
+            given[info.name] = list(value) if isinstance(value, tuple | list) else value
+    return given
+
+
 def _err(message: str, stream: TextIO | None = None) -> None:
     print(f"mdsearch: error: {message}", file=stream or sys.stderr)
 
 
 def _said(message: str) -> None:
-    """A message that is not an error but must be read even with -q (what an interrupt kept)."""
+    """A message that is not an error but must be read even with -q (what an interrupt kept, a
+    process started that nobody asked for by name)."""
     print(f"mdsearch: {message}", file=sys.stderr)
 
 
@@ -76,11 +63,3 @@ def _shown(path: Path, cwd: str | None = None) -> str:
         return path.relative_to(Path.cwd() if cwd is None else cwd).as_posix()
     except ValueError:
         return str(path)
-
-
-def _columns(fallback: int) -> int:
-    """The terminal's width (:func:`mdsearch_ls.cli.early.columns`: one rule, there because a
-    search sends it to the server before this module is imported)."""
-    from mdsearch_ls.cli.early import columns
-
-    return columns(fallback)

@@ -1,9 +1,7 @@
 """What ``search`` and ``related`` print on stdout: the formats (text, json, jsonl, vimgrep,
 paths), colour the way rg uses it, snippets cut to the terminal's width with the query's words
-marked, and ``--open`` in ``$VISUAL``/``$EDITOR``.
-
-Rendering comes from ``engine.api`` inside the functions that need it, so importing this module
-costs nothing of the engine."""
+marked, and ``--open`` in ``$VISUAL``/``$EDITOR``. The same printer prints whoever searched (this
+process, the process that holds the index, a team's server): hits carry their section's text."""
 
 from __future__ import annotations
 
@@ -11,10 +9,13 @@ import argparse
 import json
 import os
 import re
+import shlex
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from mdsearch_ls.cli.common import (
     EXIT_OK,
@@ -25,6 +26,7 @@ from mdsearch_ls.cli.common import (
     _shown,
     log,
 )
+from mdsearch_ls.engine.api import Snippet, match_spans, query_terms, snippet, wrap
 
 
 class _Style:
@@ -75,32 +77,28 @@ class _Style:
 
 
 class Terminal:
-    """Where a search's output goes and what it is shown on: this process's stdout and stderr,
-    current folder and terminal (:meth:`here`), or those of a CLI whose search a server prints
-    for it (``cli/rendering.py``: the server writes into buffers what the CLI then writes)."""
+    """Where a search's output goes and what it is shown on: this process's stdout and stderr and
+    the terminal they are on (its width, whether colour is wanted)."""
 
-    def __init__(self, out: TextIO, err: TextIO, *, cwd: str | None, columns: int, tty: bool,
-                 no_color: bool, dumb: bool) -> None:
-        self.out, self.err, self.cwd, self.columns = out, err, cwd, columns
-        self.tty, self.no_color, self.dumb = tty, no_color, dumb
-
-    @classmethod
-    def here(cls) -> Terminal:
-        from mdsearch_ls.cli.early import terminal
-
-        return cls(sys.stdout, sys.stderr, cwd=None, **terminal())  # type: ignore[arg-type]
+    def __init__(self) -> None:
+        self.out, self.err = sys.stdout, sys.stderr
+        self.columns = shutil.get_terminal_size((100, 24)).columns
+        self.tty = hasattr(self.out, "isatty") and self.out.isatty()
+        self.no_color = bool(os.environ.get("NO_COLOR"))
+        self.dumb = os.environ.get("TERM") == "dumb"
 
     def shown(self, path: Path) -> str:
-        return _shown(path, self.cwd)
+        return _shown(path)
 
     def note(self, args: argparse.Namespace, message: str) -> None:
         _note(args, message, self.err)
 
 
-def _hit_json(hit: Any, ws: Any, rendered: Any, *, mode: str, explain: bool) -> dict[str, Any]:
+def _hit_json(hit: Any, root: Path, rendered: Any, *, mode: str, explain: bool
+              ) -> dict[str, Any]:
     out = hit.to_json(explain=explain)
     out["line"] = hit.start_line + 1
-    out["file"] = str(ws.root / hit.path)
+    out["file"] = str(root / hit.path)
     if mode == "keyword" or hit.score is None:
         out["score"] = None  # keyword order is BM25's; a cosine here would be a fake number
     out["keyword_rank"] = hit.keyword_rank
@@ -154,38 +152,20 @@ def _score_text(hit: Any, mode: str) -> str:
 class _Printer:
     """Writes hits in the chosen format; one per command run."""
 
-    def __init__(self, args: argparse.Namespace, ws: Any, mode: str,
-                 term: Terminal | None = None) -> None:
+    def __init__(self, args: argparse.Namespace, root: Path, mode: str) -> None:
         self.args = args
-        self.ws = ws
+        self.root = root
         self.mode = mode
         self.format = args.format or "text"
         self.explain = bool(getattr(args, "explain", False))
-        self.term = term or Terminal.here()
+        self.term = Terminal()
         self.style = _Style.for_terminal(self.term, args.color)
         self._seen_paths: set[str] = set()
 
-    def rendered(self, hits: Sequence[Any], terms: Sequence[str], limit: int) -> list[Any]:
+    def rendered(self, hits: Sequence[Any], terms: Sequence[str], limit: int) -> list[Snippet]:
         """Each hit's section as plain text cut between words, its query words marked."""
-        from mdsearch_ls.engine.api import Snippet, match_spans, window
-
-        ids = [h.chunk_id for h in hits if h.chunk_id]
-        # a server that answered sent them rendered: no markdown parser here (~16 ms)
-        plains = self.ws.plain_texts(ids) if hasattr(self.ws, "plain_texts") else {}
-        texts = self.ws.chunk_texts(i for i in ids if i not in plains)
-        out = []
-        for h in hits:
-            md = texts.get(h.chunk_id)
-            if h.chunk_id in plains:
-                out.append(window(plains[h.chunk_id], terms, limit))
-            elif md is None:  # not in the manifest (another process just rewrote it)
-                text = h.snippet
-                out.append(Snippet(text, tuple(match_spans(text, terms))))
-            else:
-                from mdsearch_ls.engine.api import snippet  # (the markdown parser)
-
-                out.append(snippet(md, terms, limit))
-        return out
+        return [snippet(h.text, terms, limit) if h.text
+                else Snippet(h.snippet, tuple(match_spans(h.snippet, terms))) for h in hits]
 
     def query(self, query: str, result: Any, terms: Sequence[str], *, batch: bool,
               key: str = "query") -> None:
@@ -195,8 +175,8 @@ class _Printer:
             rendered = self.rendered(hits, terms, 200)
             self._print(json.dumps({
                 "query": query,
-                "root": str(self.ws.root),
-                "results": [_hit_json(h, self.ws, r, mode=self.mode, explain=self.explain)
+                "root": str(self.root),
+                "results": [_hit_json(h, self.root, r, mode=self.mode, explain=self.explain)
                             for h, r in zip(hits, rendered, strict=True)],
                 "notes": list(result.notes),
                 "index": result.index.to_json(),
@@ -205,18 +185,18 @@ class _Printer:
             rendered = self.rendered(hits, terms, 200)
             for rank, (h, r) in enumerate(zip(hits, rendered, strict=True), start=1):
                 obj = {key: query, "rank": rank,
-                       **_hit_json(h, self.ws, r, mode=self.mode, explain=self.explain)}
+                       **_hit_json(h, self.root, r, mode=self.mode, explain=self.explain)}
                 self._print(json.dumps(obj, ensure_ascii=False))
         elif fmt == "vimgrep":
             rendered = self.rendered(hits, terms, 160)
             for h, r in zip(hits, rendered, strict=True):
-                path = self.style.path(self.term.shown(self.ws.root / h.path))
+                path = self.style.path(self.term.shown(self.root / h.path))
                 text = f"{h.breadcrumb}: {self.style.marked(r.text, r.spans)}"
                 line = h.start_line + 1 if h.file_lines else 1
                 self._print(f"{path}:{self.style.line(str(line))}:1:{text}")
         elif fmt == "paths":
             for h in hits:
-                shown = self.term.shown(self.ws.root / h.path)
+                shown = self.term.shown(self.root / h.path)
                 if shown not in self._seen_paths:
                     self._seen_paths.add(shown)
                     self._print(self.style.path(shown))
@@ -227,8 +207,6 @@ class _Printer:
         self.term.out.flush()
 
     def text(self, query: str, hits: Sequence[Any], terms: Sequence[str]) -> None:
-        from mdsearch_ls.engine.api import match_spans, wrap
-
         if not hits:
             self._print(f"no results for {query!r}")
             return
@@ -239,7 +217,7 @@ class _Printer:
         for i, (h, r) in enumerate(zip(hits, rendered, strict=True), start=1):
             # path:line first: the form terminals and editors open on a click.
             start, end = h.start_line + 1, h.end_line + 1
-            shown = st.path(self.term.shown(self.ws.root / h.path))
+            shown = st.path(self.term.shown(self.root / h.path))
             if h.file_lines:
                 self._print(f"{i:2}. {shown}:{st.line(str(start))}  "
                             + st.dim(f"(lines {start}-{end}, {_score_text(h, self.mode)})"))
@@ -273,8 +251,6 @@ _PHRASE = re.compile(r'"([^"]+)"')
 
 
 def _terms(query: str, request: Any, extra_phrases: Sequence[str] | None) -> tuple[str, ...]:
-    from mdsearch_ls.engine.api import query_terms
-
     phrases = [*_PHRASE.findall(query), *(extra_phrases or ())]
     return query_terms(request.text if request is not None else query, phrases)
 
@@ -282,9 +258,6 @@ def _terms(query: str, request: Any, extra_phrases: Sequence[str] | None) -> tup
 def _open_in_editor(path: Path, line: int) -> int:
     """``$VISUAL``/``$EDITOR`` at ``line``: ``+LINE FILE`` (vi, vim, nvim, emacs, nano, micro,
     kak), ``-g FILE:LINE`` for VS Code and its forks, ``FILE:LINE`` for editors that take that."""
-    import shlex  # here: only --open needs them, and subprocess costs every search ~4 ms
-    import subprocess
-
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor:
         raise UsageError("--open needs $VISUAL or $EDITOR (e.g. export EDITOR=nvim)")
@@ -303,13 +276,13 @@ def _open_in_editor(path: Path, line: int) -> int:
         raise UsageError(f"cannot run the editor {cmd[0]!r} ($VISUAL/$EDITOR): {exc}") from None
 
 
-def _maybe_open(args: argparse.Namespace, ws: Any, hits: Sequence[Any]) -> int:
+def _maybe_open(args: argparse.Namespace, root: Path, hits: Sequence[Any]) -> int:
     if args.open is None:
         return EXIT_OK
     if not 1 <= args.open <= len(hits):
         raise UsageError(f"--open {args.open}: there are {len(hits)} hits")
     hit = hits[args.open - 1]
-    return _open_in_editor(ws.root / hit.path, hit.start_line + 1 if hit.file_lines else 1)
+    return _open_in_editor(root / hit.path, hit.start_line + 1 if hit.file_lines else 1)
 
 
 def _check_output_args(args: argparse.Namespace) -> None:

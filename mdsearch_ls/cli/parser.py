@@ -2,19 +2,21 @@
 settings declared in ``config.py``, and a parser that suggests the command or flag a typo was
 meant to be.
 
-Only the standard library and ``config`` are imported here: ``mdsearch --help`` must not wait on
-the engine."""
+Only the standard library and ``config`` are imported here: ``mdsearch --help`` does not wait
+on the engine."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from mdsearch_ls import __version__
-from mdsearch_ls.cli.common import EXIT_USAGE, FORMATS, _columns
+from mdsearch_ls.cli.common import EXIT_USAGE, FORMATS
 from mdsearch_ls.config import SettingInfo, cli_settings
 
 GETTING_STARTED = """\
@@ -80,12 +82,12 @@ examples:
   mdsearch background --stop --all          stop the background process
   MDSEARCH_BACKGROUND=off                   (in your shell's profile) never start one
 
-A search answered in its own process starts this process (one per user: a search of another
-folder asks it to hold that one too), and says so; the next searches ask it through a socket
-beside the index instead of loading the model and reading the notes again. It lets a folder go
-after --idle minutes without a search (and exits with the last), and gives an index up to
-anything that needs to write it (mdsearch index --rebuild, an editor's language server). Its log
-is background.log in the index folder of the search that started it.""",
+A search of an index that no process holds starts this process (one per user: a search of
+another folder asks it to hold that one too) and asks it, and says so; it keeps the index loaded
+and watches the notes, so the next searches answer at once. It lets a folder go after --idle
+minutes without a search (and exits with the last), and gives an index up to an editor's
+language server or an MCP server that opens the folder. Its log is background.log in the index
+folder of the search that started it.""",
     "serve": """\
 examples:
   mdsearch serve              what an editor starts (stdio); see the README for VS Code,
@@ -93,47 +95,10 @@ examples:
 }
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's formatter, with the width it would read from ``shutil.get_terminal_size``
-    read without shutil: argparse makes a formatter for every ``add_argument`` (to check its
-    metavar), and each imported shutil and asked the terminal its size."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         _columns(80) - 2 if width is None else width)
-
-
 class _Parser(argparse.ArgumentParser):
-    """argparse that suggests the command or flag a typo was meant to be, and adds a command's
-    arguments only when that command is parsed or its help shown (``fill``): a run parses one
-    command, and adding the ~140 arguments of all seven cost every run several ms."""
-
-    fill: Callable[[argparse.ArgumentParser], None] | None = None
-
-    def filled(self) -> _Parser:
-        """This parser with its arguments added (once)."""
-        fill, self.fill = self.fill, None
-        if fill is not None:
-            fill(self)
-        return self
-
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-        self.filled()
-        return super().parse_known_args(args, namespace)
-
-    def format_usage(self) -> str:
-        self.filled()
-        return super().format_usage()
-
-    def format_help(self) -> str:
-        self.filled()
-        return super().format_help()
+    """argparse that suggests the command or flag a typo was meant to be."""
 
     def error(self, message: str) -> Any:  # type: ignore[override]
-        import difflib  # here: only a mistyped command or flag needs them
-        import shlex
-
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if m:
             word, choices = m.group(1), re.findall(r"'([^']*)'", m.group(2))
@@ -215,11 +180,9 @@ def _output(p: argparse.ArgumentParser, *, what: str) -> None:
 
 def _subparser(sub: Any, name: str, help_text: str,
                fill: Callable[[argparse.ArgumentParser], None]) -> None:
-    """A command's parser, its arguments added by ``fill`` when the command is parsed or its help
-    shown (see :class:`_Parser`)."""
-    p = sub.add_parser(name, help=help_text, description=help_text, epilog=EXAMPLES[name],
-                       formatter_class=_Formatter)
-    p.fill = fill
+    """A command's parser, its arguments added by ``fill``."""
+    fill(sub.add_parser(name, help=help_text, description=help_text, epilog=EXAMPLES[name],
+                        formatter_class=argparse.RawDescriptionHelpFormatter))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -227,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mdsearch",
         description="Search markdown notes by meaning and by exact words, offline.",
         epilog=GETTING_STARTED,
-        formatter_class=_Formatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"mdsearch {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
@@ -279,10 +242,6 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-update", action="store_true", help="search the index as it is")
     p.add_argument("-y", "--yes", action="store_true",
                    help="with --root: index a home folder, / or a huge folder without asking")
-    p.add_argument("--no-resident", action="store_true",
-                   help="search in this process even when a language or MCP server holding "
-                   "the index could answer (it does by default, through a socket beside the "
-                   "index)")
     p.add_argument("--no-background", action="store_true",
                    help="do not start a background process that keeps the index loaded for "
                    "the next searches (a search answered here starts one by default and says "
@@ -312,9 +271,6 @@ def _status_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=None, metavar="ROOT",
                    help="folder of notes (default: the nearest indexed folder)")
     p.add_argument("--json", action="store_true", help="one JSON object")
-    p.add_argument("--no-resident", action="store_true",
-                   help="read the index in this process even when a server holding it could "
-                   "answer (it does by default, through the socket beside the index)")
     _common(p)
 
 
@@ -365,8 +321,6 @@ def _every_flag() -> list[str]:
 
 
 def _walk_actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
-    if isinstance(parser, _Parser):
-        parser.filled()
     for action in parser._actions:
         yield action
         if isinstance(action, argparse._SubParsersAction):

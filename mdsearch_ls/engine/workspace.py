@@ -15,46 +15,28 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.config import INDEX_FIELDS, Settings, differs
 from mdsearch_ls.engine.embedding import Embedder
-from mdsearch_ls.engine.errors import (
-    IndexLockedError,
-    IndexReadOnlyError,
-    NotIndexedError,
-    RequestError,
-)
+from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.index.healing import WriterOpen
-from mdsearch_ls.engine.index.layout import (
-    OPEN_MODES,
-    IndexLock,
-    IndexState,
-    LockRole,
-    OpenMode,
-    index_dir_of,
-    recorded_model,
-    space_name,
-    writer_alive,
-)
-from mdsearch_ls.engine.index.manifest import (
-    Manifest,
-    ManifestEmptyError,
-    is_damage,
-)
+from mdsearch_ls.engine.index.layout import IndexState, index_dir_of, index_lock, space_name
+from mdsearch_ls.engine.index.manifest import is_damage
 from mdsearch_ls.engine.index.vector_store import ChromaStore, DeferredStore
 from mdsearch_ls.engine.locations import ChunkRecord
 from mdsearch_ls.engine.notes import files as sources
-from mdsearch_ls.engine.search.hits import SearchResult
+from mdsearch_ls.engine.search.hits import Related, SearchResult
 from mdsearch_ls.engine.search.keyword import STOPWORDS
-from mdsearch_ls.engine.search.related import Related, related_sections
+from mdsearch_ls.engine.search.related import related_sections
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search.searcher import Hit, Searcher
 
 if TYPE_CHECKING:
-    from mdsearch_ls.engine.index.indexer import CancelFn, Indexer, IndexReport, ProgressFn
+    from mdsearch_ls.engine.index.indexer import Indexer
+    from mdsearch_ls.engine.index.report import CancelFn, IndexReport, ProgressFn
     from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
@@ -73,44 +55,29 @@ class Workspace(WriterOpen):
     consistent (one writer, the manifest as the truth, repair on open) live in one place.
     """
 
-    # None when opened read-only: another process is (or may become) the writer.
     store: ChromaStore | DeferredStore | None
     indexer: Indexer | None
-    _lock: IndexLock | None
 
     @classmethod
     def open(
         cls,
         root: Path | str,
         settings: Settings,
-        mode: OpenMode = "write",
         *,
         embedder: Embedder,
         index_dir: Path | str | None = None,
-        role: LockRole = "command",
+        role: str = "command",
         defer_vectors: bool = False,
     ) -> Workspace:
-        """Open the index of ``root``; ``role``: what holds it as its writer (``LockRole``).
+        """Hold the index of ``root``: take its writer lock, open (create, repair) its stores.
 
         Raises FileNotFoundError / NotADirectoryError for a bad root, :class:`IndexLockedError`
-        when ``write`` finds another writer, :class:`NotIndexedError` when a read finds no index,
-        :class:`IndexOpenError` when the index cannot be used. ``defer_vectors``: see
-        :class:`DeferredStore`."""
-        if mode not in OPEN_MODES:
-            raise ValueError(f"open mode must be one of {', '.join(OPEN_MODES)}, got {mode!r}")
-        if mode == "read":
-            return cls(root, settings, embedder, index_dir=index_dir, read_only=True)
-        try:
-            ws = cls(root, settings, embedder, index_dir=index_dir, role=role,
-                     defer_vectors=defer_vectors)
-        except IndexLockedError as locked:
-            if mode == "write":
-                raise
-            ws = cls(root, settings, embedder, index_dir=index_dir, read_only=True)
-            ws.read_only_reason = (f"the index in {ws.index_dir} is in use by another mdsearch "
-                                   f"process{locked.holder_text}: reading it as it is, without "
-                                   "updating it")
-        if role == "server":  # it searches many times: see engine/index/phrase_scores.py
+        when another process holds it (ask that one instead), :class:`IndexOpenError` when the
+        index cannot be used. ``role``: what holds it (``server`` keeps phrase scores: it
+        searches many times). ``defer_vectors``: see :class:`DeferredStore`."""
+        ws = cls(root, settings, embedder, index_dir=index_dir, role=role,
+                 defer_vectors=defer_vectors)
+        if role in ("server", "background"):  # it searches many times: see phrase_scores.py
             ws.manifest.keep_phrase_scores(warm=STOPWORDS)  # (words a query leaves out)
         return ws
 
@@ -121,8 +88,7 @@ class Workspace(WriterOpen):
         embedder: Embedder,
         *,
         index_dir: Path | str | None = None,
-        read_only: bool = False,
-        role: LockRole = "command",
+        role: str = "command",
         defer_vectors: bool = False,
     ) -> None:
         """Use :meth:`open`; this is its implementation."""
@@ -138,7 +104,6 @@ class Workspace(WriterOpen):
         self.embedder = embedder
         self.index_dir = index_dir_of(self.root, settings, index_dir)
         self.space = space_name(settings)
-        self.read_only = read_only
         self.switched: str | None = None
         """Why this open started a new embedding space beside an index of other settings (another
         model, other chunking: every note embedded again), once, for a person; else None."""
@@ -151,17 +116,12 @@ class Workspace(WriterOpen):
         self.store = self.indexer = None
         self._damaged_dir: Path | None = None
         self._stale_vectors = False
-        self.read_only_reason: str | None = None
         self.last_report: IndexReport | None = None
-        self._filter: sources.SourceFilter | None = None
         self._state_written = 0.0
         self._indexing = False
-        self._defer_vectors, self._role = defer_vectors, role
-        if read_only:
-            self._open_read_only()
-            return
+        self._defer_vectors = defer_vectors
         self._check_vector_server()  # before anything is written
-        self._lock = IndexLock(self.index_dir / "writer.lock", role=role)
+        self._lock = index_lock(self.index_dir)
         try:
             (self.index_dir / "ROOT").write_text(str(self.root) + "\n", encoding="utf-8")
             self._open_healing()
@@ -173,34 +133,6 @@ class Workspace(WriterOpen):
             self._close_stores()
             self._lock.release()
             raise
-
-    def _open_read_only(self) -> None:
-        self._lock = None
-        self.dropped_spaces: list[str] = []
-        self.repaired = None
-        path = self._manifest_path
-        not_indexed = NotIndexedError(
-            f"{self.root} is not indexed yet: run `mdsearch index {self.root}`"
-        )
-        others = [recorded_model(f) for f in self.index_dir.glob("*.sqlite3")
-                  if f.stem != self.space]
-        others_models = sorted({m for m in others if m and m != self.embedder.name})
-        if others_models:
-            not_indexed = NotIndexedError(
-                f"{self.root} is indexed with {', '.join(others_models)}, not with "
-                f"{self.embedder.name} (each model has an index of its own): run `mdsearch "
-                f"index {self.root}` with the same model setting to build it"
-            )
-        if not path.is_file():
-            raise not_indexed
-        try:
-            self.manifest = Manifest(path, read_only=True)
-        except ManifestEmptyError:
-            raise not_indexed from None
-        except sqlite3.DatabaseError as exc:
-            raise self._damage_error(exc) from exc
-        self.searcher = Searcher(self.manifest, None, self.embedder,
-                                 per_file=self.settings.per_file)
 
     @property
     def writing(self) -> WritingAids:
@@ -230,10 +162,7 @@ class Workspace(WriterOpen):
             raise self._damage_error(exc) from exc
 
     def _writer(self) -> Indexer:
-        if self.indexer is None:
-            raise IndexReadOnlyError(
-                f"the index in {self.index_dir} is open read-only (another process writes it)"
-            )
+        assert self.indexer is not None  # (set by the open, which holds the index)
         return self.indexer
 
     # ---- settings -----------------------------------------------------------------------------
@@ -312,9 +241,7 @@ class Workspace(WriterOpen):
             # Indexes from before the state was recorded, or never run.
             return IndexState("ready" if files else "empty", files, files)
         state, done, total = [*raw.split(), "0", "0"][:3]
-        if state == "building" and not (
-            self._indexing if not self.read_only else writer_alive(self.index_dir)
-        ):
+        if state == "building" and not self._indexing:
             state = "interrupted"  # its writer died mid-run; the next write open goes on
         if state == "ready" and not files:
             state = "empty"
@@ -370,29 +297,6 @@ class Workspace(WriterOpen):
             manifest=self.manifest, searcher=self.searcher, reading=self._reading,
         )
 
-    def pending_changes(self) -> int:
-        """How many notes an update would read or drop (0: up to date), from stats alone."""
-        changed = self.changed_notes()
-        return 1 if changed is None else len(changed)
-
-    def up_to_date(self, seen: Callable[[], Any] | None = None) -> bool:
-        """Whether an index run would find nothing to do (notes, index and local vector store as
-        they were), asked read-only: the CLI's `index` then needs no lock and no Chroma."""
-        from mdsearch_ls.engine.index.vector_store import folder_fingerprint, sealed_as
-        sealed = sealed_as(self.manifest, folder_fingerprint(self._chroma_dir))
-        return (not self.settings.chroma_url and sealed and self.manifest.sealed()
-                and self.index_state().state == "ready" and self.changed_notes(seen=seen) == [])
-
-    def changed_notes(self, among: Iterable[str] | None = None, watch: sources.WalkWatch
-                      | None = None, seen: Callable[[], Any] | None = None) -> list[str] | None:
-        """The notes an update would read or drop (:func:`freshness.changed_notes`: ``among``,
-        ``watch``, ``seen``), for :meth:`update` to take alone; None: only :meth:`index` will do."""
-        from mdsearch_ls.engine.index.freshness import changed_notes
-
-        with self._reading():
-            return changed_notes(self.root, self.settings, self.manifest, self.index_dir,
-                                 among=among, watch=watch, seen=seen)
-
     def note_path(self, path: str | Path) -> str | None:
         """The root-relative path of a note given relative to the root or absolute; None when
         it lies outside the root."""
@@ -422,15 +326,15 @@ class Workspace(WriterOpen):
         """Root-relative paths of every note in the index."""
         return self.manifest.all_paths()
 
+    @property
+    def rules(self) -> sources.SourceFilter:
+        """Which files are notes of this index (globs, ignores, markdown suffix): the
+        indexer's own rules, so a watch, a read and the scan agree."""
+        return self._writer().filter
+
     def accepts(self, rel: str) -> bool:
         """Whether this note would be indexed (globs, ignores, markdown suffix)."""
-        if self.indexer is not None:
-            return self.indexer.filter.accepts(rel)
-        if self._filter is None:
-            s = self.settings
-            self._filter = sources.SourceFilter(self.root, s.include, s.exclude,
-                                                index_dir=self.index_dir, formats=s.include_formats)
-        return self._filter.accepts(rel)
+        return self.rules.accepts(rel)
 
     def status(self) -> dict[str, Any]:
         files, chunks = self.manifest.counts()
@@ -442,7 +346,6 @@ class Workspace(WriterOpen):
             "space": self.space,
             "vectors": self.vectors_where(),
             "last_update": _iso(float(last)) if last else None,
-            "read_only": self.read_only,
             "index": self.index_state().to_json(),
             # Reported once when met; listed here for whoever wonders where a note went.
             "skipped": [{"path": p, "reason": r}
@@ -468,16 +371,14 @@ class Workspace(WriterOpen):
 
     def close(self) -> None:
         try:
-            if not self.read_only:  # readers map what the writer leaves (vector_snapshot)
-                self.searcher.leave_snapshot()
+            self.searcher.leave_snapshot()
             if self.store is not None and self.store.released:
                 self.store.close()  # sealed when released, and nothing was written since
             elif self.store is not None:
                 self._seal_and_close()
             self.manifest.close()
         finally:
-            if self._lock is not None:
-                self._lock.release()
+            self._lock.release()
 
     def abandon(self) -> None:
         """Release the lock and the manifest without waiting for anything: the process is about
@@ -485,8 +386,7 @@ class Workspace(WriterOpen):
         with contextlib.suppress(Exception):
             self.manifest.close()
         with contextlib.suppress(Exception):
-            if self._lock is not None:
-                self._lock.release()
+            self._lock.release()
 
     def __enter__(self) -> Workspace:
         return self

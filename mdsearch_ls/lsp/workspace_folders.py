@@ -21,9 +21,9 @@ from typing import Any
 
 from mdsearch_ls.config import Settings, settings_from_client
 from mdsearch_ls.engine.api import (
-    STATE_STARTING,
     Embedder,
     Folders,
+    FolderState,
     Hit,
     IndexedFolder,
     IndexReport,
@@ -118,7 +118,7 @@ class FolderManager:
         reopen: list[IndexedFolder] = []
         for root, folder in self.folders.items():
             wanted = self.settings_for(root)
-            if folder.ws is None and folder.state == STATE_STARTING:
+            if not folder.opened and folder.state == FolderState.STARTING:
                 if model_changed:  # never started: just make it anew with the new model
                     self.service.reopen(folder, wanted)
                 else:

@@ -8,8 +8,8 @@ language server; it holds no search logic. Layout:
 * :mod:`.wire`: the stdio lines the SDK would drop without an answer, answered;
 * :mod:`.tools`: the five tools and their arguments (SDK-free); :mod:`.answers` and
   :mod:`.read_section` turn answers into text within a token budget;
-* :mod:`.roots`: the folders served, through the engine's ``Folders`` (protocol-free);
-* :mod:`.watch`: the file watcher that keeps the index fresh;
+* :mod:`.roots`: the folders served, through the engine's ``Folders`` (protocol-free; the
+  engine watches the notes of the folders this process holds);
 * :mod:`.tokens`: the token estimate behind every ``max_tokens``.
 
 Importing this package is cheap: the SDK and the engine load only when :func:`main` runs.

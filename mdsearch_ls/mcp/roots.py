@@ -69,7 +69,7 @@ it reaches the OS, whose error would quote it whole."""
 
 class Library:
     """The folders a server was started with, as the engine's :class:`Folders` keeps them, seen
-    through the paths a caller gives and gets, plus the watcher."""
+    through the paths a caller gives and gets."""
 
     def __init__(
         self, roots: Iterable[Path | str], settings: Settings, *, embedder: Any = None,
@@ -95,7 +95,6 @@ class Library:
         self.start_error: str | None = None
         self._started = threading.Event()
         self._closed = False
-        self.watcher: Any = None
 
     # ---- starting ---------------------------------------------------------------------------
 
@@ -113,7 +112,7 @@ class Library:
         try:
             from mdsearch_ls.engine.api import Folders
 
-            self.service = Folders(self.settings, embedder=self._embedder,
+            self.service = Folders(self.settings, embedder=self._embedder, watch=watch,
                                    on_message=lambda text, level: log.info("%s", text))
             self.service.load_model()
             for root in self.roots:
@@ -135,11 +134,6 @@ class Library:
         self._started.set()
         for folder in self.folders:
             self.service.index(folder)
-        if watch and not self._closed:
-            from mdsearch_ls.mcp.watch import Watcher
-
-            self.watcher = Watcher(self)
-            self.watcher.start()
         from mdsearch_ls.mcp.tokens import counter
 
         counter().load()
@@ -373,9 +367,9 @@ class Library:
         for i, loc, op in queued:
             if out[i]["status"].startswith("folder:"):
                 continue
-            if loc.folder.status()["read_only"]:
+            if not loc.folder.held:
                 out[i]["status"] = ("not indexed here: another mdsearch process (an editor) "
-                                    "writes this index and indexes the change itself")
+                                    "holds this index and indexes the change itself")
             elif not waits[id(loc.folder)].done():
                 out[i]["status"] = "queued: the index is busy (first index); it is included"
             elif op == "delete":
@@ -405,11 +399,12 @@ class Library:
         if self._started.is_set() and not self.start_error:
             for folder in self.folders:
                 st = folder.status()
-                shown = ("name", "state", "index", "files", "chunks", "read_only", "queue",
+                shown = ("name", "state", "index", "files", "chunks", "held_by", "queue",
                          "last_update", "last_error")
                 if not self.remote:
                     shown = (*shown, "root", "index_dir")
-                entry = {key: st[key] for key in shown}
+                entry = {key: st.get(key) for key in shown}
+                entry["elsewhere"] = not folder.held
                 if self.remote and entry["last_error"]:
                     entry["last_error"] = self.scrub(entry["last_error"])
                 folders.append(entry)
@@ -421,7 +416,7 @@ class Library:
                       "state": "loading" if service is None or service.model_state in (
                           "not-loaded", "loading") else service.model_state,
                       "error": self.model_error},
-            "watching": bool(self.watcher is not None and self.watcher.alive),
+            "watching": bool(service is not None and service.watching),
             "changes_seen": service.changes_seen if service is not None else 0,
             "last_change": _iso(service.last_change) if service and service.last_change
             else None,
@@ -438,37 +433,15 @@ class Library:
             text = text.replace(str(root), self.names[root])
         return text
 
-    # ---- changes on disk (the watcher) ---------------------------------------------------------
-
     def folder_errors(self) -> list[str]:
         """Why each folder that failed cannot be searched, for a person to act on."""
         return [f"{f.name}: {self.scrub(f.last_error)}" for f in self.folders
-                if f.state == "error" and f.ws is None and f.last_error]
-
-    def watched_roots(self) -> list[Path]:
-        """The roots worth watching: not those whose first open was refused (``/`` or a home
-        folder, unless allowed): a recursive watch of a whole disk is the cost refused."""
-        out = []
-        for folder in self.folders:
-            folder.wait_open(30)
-            if not (folder.state == "error" and folder.ws is None):
-                out.append(folder.root)
-        return out
-
-    def changed(self, events: Iterable[tuple[Path, bool]]) -> None:
-        """Watcher events (path, still exists): the engine's one rule queues each to its
-        folder's writer (the disk decides update or delete, not the event's kind)."""
-        if self.service is not None:
-            self.service.changed_all(events)
-
-    # ---- closing ----------------------------------------------------------------------------
+                if f.state == "error" and not f.opened and f.last_error]
 
     def close(self, timeout: float = 3.0) -> bool:
-        """Stop the watcher and close every index; False when a writer did not stop within
+        """Stop watching and close every index; False when a writer did not stop within
         ``timeout`` (the indexes are then abandoned: the next open repairs any half-write)."""
         self._closed = True
-        if self.watcher is not None:
-            self.watcher.stop()
         return self.service is None or self.service.close(timeout)
 
 

@@ -260,8 +260,9 @@ def index_status(lib: Library) -> Answer:
     ]
     for f in st["folders"]:
         extra = []
-        if f["read_only"]:
-            extra.append("read-only: another mdsearch process (an editor) writes this index")
+        if f["elsewhere"] and f["held_by"]:
+            extra.append(f"held by another mdsearch process (pid {f['held_by']['pid']}, "
+                         f"{f['held_by']['role']}), which keeps this index up to date")
         if f["queue"]:
             extra.append(f"{f['queue']} changes queued")
         if f["last_error"]:

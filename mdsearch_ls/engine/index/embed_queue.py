@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mdsearch_ls.engine.index.report import CancelFn, IndexReport
 from mdsearch_ls.engine.locations import ChunkRecord
 from mdsearch_ls.engine.notes import files as sources
 
@@ -25,12 +26,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ProgressFn = Callable[[int, int, int], None]
-"""``(files done, files total, chunks done)``, called after every embedded batch and every write.
-Chunks done counts the chunks of this run whose vector is ready (embedded now or found in the
-cache), so it moves with each batch even inside one long note; at the end of a run it equals
-``IndexReport.chunks_written``."""
-CancelFn = Callable[[], bool]
 
 # Chunks per embed call, committed together. The size adapts so that one batch takes about
 # BATCH_SECONDS whatever the machine, its load or the model: progress moves, and a kill or cancel
@@ -47,41 +42,6 @@ BIG_NOTE = 256
 # ... unless more than this many of such chunks are waiting: then big and small batches take
 # turns, which bounds the texts held in memory.
 BIG_BACKLOG = 4096
-
-
-@dataclass
-class IndexReport:
-    """What one index or update run did; the CLI prints it and the server logs it."""
-
-    files_total: int = 0
-    files_indexed: int = 0
-    files_unchanged: int = 0
-    files_deleted: int = 0
-    files_skipped: int = 0
-    chunks_total: int = 0
-    chunks_written: int = 0
-    chunks_embedded: int = 0
-    vector_cache_hits: int = 0
-    repaired: int = 0
-    seconds: float = 0.0
-    cancelled: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        parts = [
-            f"{self.files_total} files",
-            f"{self.chunks_total} chunks",
-            f"{self.files_indexed} indexed",
-            f"{self.files_deleted} removed",
-            f"{self.chunks_embedded} embedded",
-            f"{self.vector_cache_hits} reused",
-        ]
-        if self.files_skipped:
-            parts.append(f"{self.files_skipped} skipped")
-        if self.repaired:
-            parts.append(f"{self.repaired} repaired")
-        text = ", ".join(parts) + f" in {self.seconds:.2f}s"
-        return text + (" (cancelled)" if self.cancelled else "")
 
 
 @dataclass

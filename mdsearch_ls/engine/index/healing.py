@@ -25,7 +25,6 @@ from mdsearch_ls.engine.errors import IndexOpenError, MdsearchError
 from mdsearch_ls.engine.index.layout import (
     DAMAGED_PREFIX,
     KEEP_DAMAGED,
-    LockRole,
     collection_name,
     recorded_model,
 )
@@ -90,9 +89,6 @@ class WriterOpen:
     _stale_vectors: bool
     _defer_vectors: bool = False
     """Open without the vector store (:class:`DeferredStore`): a writer of a few notes."""
-    _role: LockRole = "command"
-    """A server opens Chroma at its first write (sealed, or left behind by a deferred writer:
-    :meth:`_behind_only`), not before its first answer."""
     _lagging: bool = False
     """Chroma lacks what a deferred writer wrote, until the first write catches it up."""
     _reset_remote: bool = False
@@ -174,15 +170,14 @@ class WriterOpen:
             self.repaired = 0
             return
         fingerprint = folder_fingerprint(chroma_dir)  # before Chroma's own open touches it
-        # A server trusts a local store as its last clean close left it (sealed, or behind a
+        # A holder trusts a local store as its last clean close left it (sealed, or behind a
         # deferred writer only) without opening it: Chroma's import and client (0.6 s), and its
         # graph (200 MB, a second at 96k), wait for its first write, which checks the seal's
         # token first, or compares ids and catches up what a deferred writer left behind (a
         # search meanwhile asks the vector snapshot; it asks no Chroma behind a deferred
-        # writer). A command (`mdsearch index`) checks and catches up now, and seals, so the
-        # next no-op index can answer read-only.
+        # writer).
         self._lagging = self._behind_only(fingerprint)
-        unopened = (self._role == "server" and not self.settings.chroma_url
+        unopened = (not self.settings.chroma_url
                     and not self.manifest.created
                     and (self._lagging or sealed_as(self.manifest, fingerprint)))
         try:

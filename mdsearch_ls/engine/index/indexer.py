@@ -31,17 +31,11 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.index.embed_queue import (
-    CancelFn,
-    IndexReport,
-    ProgressFn,
-    _Batches,
-    _Pending,
-    _Skips,
-)
+from mdsearch_ls.engine.index.embed_queue import _Batches, _Pending, _Skips
 from mdsearch_ls.engine.index.identity import body_hash, chunk_id, is_document, sha1
 from mdsearch_ls.engine.index.layout import FORMATS_META
 from mdsearch_ls.engine.index.manifest import Manifest
+from mdsearch_ls.engine.index.report import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.index.vector_store import (
     DEFERRED,
     STORE_CLEAN,

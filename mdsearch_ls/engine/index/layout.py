@@ -1,43 +1,66 @@
 """Where an index lives on disk, what its files are called, and who holds it.
 
 Paths and names only, no stores: the CLI asks "is this folder indexed?" and "which folder does
-this command mean?" before deciding whether to pay for opening anything, and the workspace takes
-the same answers, the writer lock and the damage marker from here.
-
-A search that a server answers uses only the paths (``find_index_root``, ``index_dir_of``), so
-SQLite, the embedding package and OpenSSL's hashlib (``_sha1`` is the same digest without it) are
-imported by the functions that need them: about 10 ms of a 90 ms process.
+this command mean?" before asking anything of an index, and the workspace takes the same
+answers, the writer lock and the damage marker from here. Indexes live in the user's cache
+folder (``platformdirs``), one folder per notes folder, named by the folder's name and a hash
+of its absolute path, so a synced vault never carries its index and deleting one is always safe.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
+import socket
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+
+import platformdirs
 
 from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.embedding import space_model_name
 from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError
-from mdsearch_ls.engine.index.place import (  # noqa: F401  (re-exported: the paths' one home)
-    _sha1,
-    cache_root,
-    default_index_dir,
-    find_index_root,
-)
+from mdsearch_ls.engine.index.manifest_schema import SCHEMA_VERSION
+from mdsearch_ls.engine.notes import files as sources
 
-OpenMode = Literal["write", "read", "read-if-locked"]
-"""How a front end opens an index: ``write`` (take the writer lock, create, repair: a server, the
-``index`` command), ``read`` (never create, prune, repair or lock: ``status``, ``--no-update``
-searches) or ``read-if-locked`` (write, or read what another process writes when it holds the
-lock: a search that would like to update first)."""
-OPEN_MODES: tuple[str, ...] = ("write", "read", "read-if-locked")
+APP = "mdsearch"
 
-try:  # POSIX advisory locks; Windows falls back to msvcrt below.
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+
+def cache_root() -> Path:
+    """Base folder for indexes: ``$MDSEARCH_CACHE_DIR`` or the platform's user cache folder."""
+    env = os.environ.get("MDSEARCH_CACHE_DIR")
+    return Path(env).expanduser() if env else Path(platformdirs.user_cache_dir(APP,
+                                                                               appauthor=False))
+
+
+def default_index_dir(root: Path | str) -> Path:
+    """``<cache>/indexes/<folder name>-<hash of its path>``: readable and collision-free."""
+    absolute = os.path.realpath(os.path.expanduser(root))
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.basename(absolute)).strip("-") or "root"
+    digest = hashlib.sha1(absolute.encode()).hexdigest()[:12]
+    return cache_root() / "indexes" / f"{name[:40]}-{digest}"
+
+
+def find_index_root(start: Path | str, index_dir: Path | str | None = None) -> Path | None:
+    """The notes folder a command run in ``start`` means: ``start`` or its nearest parent with
+    an index in the default place, like git finds its repository. With ``index_dir`` (an index
+    kept elsewhere), the folder it was built from (its ``ROOT`` file), whatever ``start`` is.
+    Reads only: nothing is created."""
+    if index_dir is not None:
+        try:
+            recorded = (Path(index_dir).expanduser() / "ROOT").read_text("utf-8").strip()
+        except OSError:
+            return None
+        return Path(recorded) if recorded and Path(recorded).is_dir() else None
+    here = Path(os.path.realpath(os.path.expanduser(start)))
+    for folder in (here, *here.parents):
+        if any(default_index_dir(folder).glob("*.sqlite3")):
+            return folder
+    return None
 
 
 def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None = None,
@@ -46,10 +69,6 @@ def count_notes(root: Path | str, settings: Settings, *, stop_after: int | None 
     """``(n, complete)``: how many notes indexing ``root`` with ``settings`` would take in,
     counting at most past ``stop_after`` notes or for ``seconds``, so a front end can ask before
     indexing a huge or surprising folder."""
-    # here, not at the top: the note rules (pathspec, the converters) cost ~20 ms, and a search
-    # answered by the server that holds the index only needs this module's paths and names
-    from mdsearch_ls.engine.notes import files as sources
-
     root = Path(root).expanduser()
     idx = index_dir_of(root, settings, index_dir)
     return sources.count_notes(root, include=settings.include, exclude=settings.exclude,
@@ -111,9 +130,6 @@ def has_index(root: Path | str, settings: Settings, index_dir: Path | str | None
 def space_name(settings: Settings) -> str:
     """Collection name for one embedding space: changing model or chunking starts a new one
     (and so does the int8 backend, whose vectors differ: ``space_model_name``)."""
-    from mdsearch_ls.engine.embedding import space_model_name
-    from mdsearch_ls.engine.index.manifest_schema import SCHEMA_VERSION
-
     model = re.sub(r"[^A-Za-z0-9._-]+", "-", space_model_name(settings)).strip("-._")
     chunking_key = f"c{settings.chunk_size}-o{settings.chunk_overlap}"
     return f"{model[:60] or 'model'}-{chunking_key}-v{SCHEMA_VERSION}"
@@ -121,8 +137,6 @@ def space_name(settings: Settings) -> str:
 
 def _machine_id() -> str:
     """What tells this machine from another one: systemd's machine id, else the host name."""
-    import socket
-
     for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
         with contextlib.suppress(OSError):
             text = Path(path).read_text("ascii").strip()
@@ -143,7 +157,7 @@ def collection_name(settings: Settings, index_dir: Path) -> str:
     space = space_name(settings)
     if not settings.chroma_url:
         return space
-    key = _sha1(f"{_machine_id()}\0{index_dir.resolve()}".encode()).hexdigest()[:12]
+    key = hashlib.sha1(f"{_machine_id()}\0{index_dir.resolve()}".encode()).hexdigest()[:12]
     return f"{space}-i{key}"
 
 
@@ -153,56 +167,35 @@ KEEP_DAMAGED = 3
 """How many ``damaged-*`` folders an index keeps: a second repair must not delete the evidence
 of the first (a person may not have looked yet), and a loop of repairs must not fill the disk."""
 
-LockRole = Literal["command", "server"]
-"""What holds a writer lock, written into the lock file beside the pid, so that a process it
-refuses can tell a person whether waiting helps: a command finishes, a server holds its index
-for as long as it runs."""
+class ProcessLock:
+    """An exclusive lock that goes with its process however the process ends, on Linux, macOS
+    and Windows alike: an exclusive transaction that SQLite keeps open on a small file of its own.
+    SQLite's file locking is the work (POSIX advisory locks on Unix, ``LockFileEx`` on Windows),
+    tested code on every system, with no ``fcntl`` or ``msvcrt`` of ours. Nothing else of this
+    process may open that file (a POSIX lock drops when any descriptor of its file closes)."""
 
-
-class IndexLock:
-    """An exclusive, non-blocking lock file; released when the process dies, however it dies.
-
-    ``probe``: only test whether another process holds it (never create the file, never write
-    our pid), then :meth:`release` at once. ``role``: what this holder is (see :data:`LockRole`).
-    """
-
-    def __init__(self, path: Path, *, probe: bool = False, role: LockRole = "command") -> None:
-        self.path = path
-        self._probe = probe
-        if probe:
-            self._fd = os.open(path, os.O_RDWR)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    def __init__(self, path: Path, busy: str) -> None:
+        """Take the lock at ``path`` now, or raise :class:`IndexLockedError` with ``busy``."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
         try:
-            if fcntl is not None:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            else:  # pragma: no cover - Windows
-                import msvcrt
-
-                msvcrt.locking(self._fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            holder = ""
-            with contextlib.suppress(OSError):
-                holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip()
-            os.close(self._fd)
-            pid, _, role = holder.partition(" ")
-            raise IndexLockedError(locked_message(path.parent, pid, role),
-                                   holder=pid or None) from None
-        if not probe:
-            os.ftruncate(self._fd, 0)
-            os.pwrite(self._fd, f"{os.getpid()} {role}".encode(), 0)
+            conn.execute("PRAGMA journal_mode=OFF")  # (nothing is written: no journal file)
+            conn.execute("BEGIN EXCLUSIVE")
+        except sqlite3.Error:
+            conn.close()
+            raise IndexLockedError(busy) from None
+        self._conn: sqlite3.Connection | None = conn
 
     def release(self) -> None:
-        if self._fd >= 0:
-            try:
-                if not self._probe:
-                    os.ftruncate(self._fd, 0)
-                if fcntl is not None:
-                    fcntl.flock(self._fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._fd)
-                self._fd = -1
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+
+def index_lock(index_dir: Path) -> ProcessLock:
+    """The writer lock of an index: whoever has it is the index's one holder."""
+    return ProcessLock(index_dir / "holder.lock",
+                       f"another mdsearch process holds the index in {index_dir}")
 
 
 @dataclass(frozen=True)
@@ -221,32 +214,6 @@ class IndexState:
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "files_done": self.files_done,
                 "files_total": self.files_total}
-
-
-def locked_message(index_dir: Path, pid: str, role: str) -> str:
-    """Why a write open was refused, and what helps: a server never "finishes", so telling a
-    person to wait for one would be advice that never comes true."""
-    who = f" (process {pid})" if pid else ""
-    if role == "server":
-        return (f"the index in {index_dir} is held by a running mdsearch server{who}: an "
-                f"editor's language server or an MCP server, which keeps it up to date. "
-                f"Searches still work while it runs (they read the index it writes); to index "
-                f"or rebuild from here, stop that server, or pass --index-dir to use a "
-                f"separate index.")
-    return (f"the index in {index_dir} is in use by another mdsearch command{who}. Wait for "
-            f"it to finish, or pass --index-dir to use a separate index.")
-
-
-def writer_alive(index_dir: Path) -> bool:
-    """Whether some process holds the writer lock of ``index_dir`` (probed without keeping it)."""
-    try:
-        probe = IndexLock(index_dir / "writer.lock", probe=True)
-    except IndexLockedError:
-        return True
-    except OSError:  # no lock file: nobody ever wrote here
-        return False
-    probe.release()
-    return False
 
 
 FORMATS_META = "include_formats"
@@ -270,8 +237,6 @@ def formats_recorded(value: str | None) -> tuple[str, ...] | None:
 def recorded_model(manifest: Path, key: str = "model") -> str | None:
     """The model a space's manifest records (None: unreadable, or made before it was kept);
     ``key``: another of its meta values."""
-    import sqlite3
-
     if not manifest.is_file():
         return None
     try:

@@ -65,13 +65,8 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
     caches above can tell when their answers went stale.
     """
 
-    def __init__(self, path: Path, *, read_only: bool = False) -> None:
-        """``read_only``: a reader beside another process's writer (SQLite is process-safe);
-        the file must exist and nothing is created or migrated."""
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self.read_only = read_only
-        if read_only and not path.exists():
-            raise FileNotFoundError(f"no index at {path}")
         path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._generation = 0
@@ -89,7 +84,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         except BaseException:
             self.close()
             raise
-        self._sealing = not read_only
+        self._sealing = True
 
     def _check_and_create(self) -> None:
         """Refuse a damaged file before anything reads it; give a new file its tables.
@@ -98,13 +93,11 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         what catches a file truncated or overwritten in the middle: SQLite itself only notices
         when a query happens to touch a bad page, perhaps minutes into a run.
         """
-        # A reader checks what costs nothing (a file shorter than its header says: cut by a
-        # crash or a sync tool); reading every page, 0.3 s at 96k chunks, on every search
-        # would make a search cost the size of the index. Damage inside a page is met by the
-        # query that reads it, which says so. The writer's open checks every page unless the
-        # file is exactly as the last writer's clean close left it (the seal beside it).
-        # (the header is read without dropping this process's locks: manifest_schema.hold)
-        full = not self.read_only and unsealed(self.path)
+        # The open checks every page unless the file is exactly as the last clean close left it
+        # (the seal beside it: 0.3 s at 96k chunks saved); else what costs nothing (a file
+        # shorter than its header says: cut by a crash or a sync tool). Damage inside a page
+        # is met by the query that reads it, which says so.
+        full = unsealed(self.path)
         header = truncation(self.path) if self.path.exists() else "ok"
         conn = self._conn()
         tables = {r[0] for r in conn.execute(
@@ -116,9 +109,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
             detail = " ".join("; ".join(map(str, problems)).split())
             raise ManifestDamagedError(f"integrity check failed: {detail[:200]}")
         if not tables & _REQUIRED_TABLES:
-            # A new (or emptied) file. A reader never creates anything.
-            if self.read_only:
-                raise ManifestEmptyError(f"manifest {self.path} is empty")
+            # A new (or emptied) file.
             with conn:
                 conn.executescript(_SCHEMA)
                 conn.execute(
@@ -138,17 +129,16 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
             raise ManifestDamagedError(
                 f"{found}, this mdsearch reads schema version {SCHEMA_VERSION}"
             )
-        if not self.read_only:
+        with conn:
+            conn.executescript(_SCHEMA)  # tables added since the file was made
+            if conn.execute("SELECT 1 FROM meta WHERE key = 'lineage'").fetchone() is None:
+                _put_meta(conn, "lineage", secrets.token_hex(8))  # see vector_snapshot
+        if self.get_meta("links") != LINKS_VERSION:
             with conn:
-                conn.executescript(_SCHEMA)  # tables added since the file was made
-                if conn.execute("SELECT 1 FROM meta WHERE key = 'lineage'").fetchone() is None:
-                    _put_meta(conn, "lineage", secrets.token_hex(8))  # see vector_snapshot
-            if self.get_meta("links") != LINKS_VERSION:
-                with conn:
-                    conn.execute("UPDATE files SET size = -1, content_hash = ''")
-                    _put_meta(conn, "links", LINKS_VERSION)
-            if self.keywords_outdated():
-                self._convert_keywords(conn)
+                conn.execute("UPDATE files SET size = -1, content_hash = ''")
+                _put_meta(conn, "links", LINKS_VERSION)
+        if self.keywords_outdated():
+            self._convert_keywords(conn)
 
     def keywords_outdated(self) -> bool:
         """Whether the keyword columns predate :data:`cjk.FORMAT` (a write open converts)."""
@@ -183,12 +173,9 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
                 hold(self._key, -1)
                 raise
             try:
-                if self.read_only:
-                    conn.execute("PRAGMA query_only=ON")  # the writer's process owns the file
-                else:
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute("PRAGMA synchronous=NORMAL")
-                    conn.execute("PRAGMA foreign_keys=OFF")
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA foreign_keys=OFF")
             except BaseException:  # a file that is not a database fails here
                 conn.close()
                 hold(self._key, -1)
@@ -229,10 +216,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
 
     @property
     def generation(self) -> int:
-        """Bumped on every write; the query cache keys on it. A read-only manifest reads it
-        from the file, since the writer is another process."""
-        if self.read_only:
-            return int(self.get_meta("generation") or 0)
+        """Bumped on every write; the query cache keys on it."""
         return self._generation
 
     def get_meta(self, key: str) -> str | None:

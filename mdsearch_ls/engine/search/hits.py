@@ -12,6 +12,7 @@ from typing import Any
 
 from mdsearch_ls.engine.index.layout import IndexState
 from mdsearch_ls.engine.locations import Location
+from mdsearch_ls.engine.notes.chunking import Section
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,6 +30,9 @@ class Hit(Location):
     bm25: float | None = None
     """The BM25 score of that chunk (higher is better), when it is in the keyword list."""
     explain: dict[str, Any] = field(default_factory=dict, compare=False)
+    text: str = field(default="", compare=False)
+    """The section's markdown as the index holds it (its best chunk): what a front end renders
+    its own snippet from, wherever the search ran."""
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """The hit for ``--json`` and LSP results: 0-based lines, score rounded (or null)."""
@@ -57,3 +61,11 @@ class SearchResult:
     hits: list[Hit]
     notes: tuple[str, ...] = ()
     index: IndexState = field(default_factory=lambda: IndexState("ready"))
+
+
+@dataclass(frozen=True)
+class Related:
+    """The section under a cursor and the sections of other notes most like it."""
+
+    section: Section | None
+    hits: list[Hit]

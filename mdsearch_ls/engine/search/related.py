@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -19,7 +18,7 @@ from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.index.identity import sha1
 from mdsearch_ls.engine.notes import files as sources
-from mdsearch_ls.engine.search.hits import Hit
+from mdsearch_ls.engine.search.hits import Related
 from mdsearch_ls.engine.search.requests import RelatedRequest
 
 if TYPE_CHECKING:
@@ -56,14 +55,6 @@ def _nearest(chunks: list[chunking.Chunk], line: int, n: int) -> list[chunking.C
 
     keep = sorted(chunks, key=distance)[:n]
     return sorted(keep, key=lambda c: c.ordinal)
-
-
-@dataclass
-class Related:
-    """The section under a cursor and the sections of other notes most like it."""
-
-    section: chunking.Section | None
-    hits: list[Hit]
 
 
 def related_sections(

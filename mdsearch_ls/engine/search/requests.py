@@ -15,6 +15,7 @@ from typing import Any
 
 from mdsearch_ls.config import MODES
 from mdsearch_ls.engine.errors import RequestError
+from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query, structured_filters
 
 MAX_LIMIT = 500
 MAX_QUERY_CHARS = 10_000
@@ -52,8 +53,6 @@ def _mode(value: Any) -> str | None:
 def _filters(value: Any) -> Any:
     """Structured filters (``{"tag": ["a"], "path": "x/"}``) through the query grammar's parser,
     so an argument means exactly what the same filter typed inline means."""
-    from mdsearch_ls.engine.search.query import Filters, QueryError, structured_filters
-
     if value is None:
         return Filters()
     if isinstance(value, Filters):
@@ -85,7 +84,7 @@ class SearchRequest:
     k: int
     mode: str | None = None
     """None: the workspace's ``mode`` setting."""
-    filters: Any = None
+    filters: Filters | None = None
     """Filters given as arguments (:class:`~mdsearch_ls.engine.search.query.Filters`), on top of the
     ones typed in the query."""
     min_score: float | None = None
@@ -107,8 +106,6 @@ class SearchRequest:
         default_k: int = 20,
     ) -> SearchRequest:
         """Validate every part; raises :class:`RequestError` naming the part at fault."""
-        from mdsearch_ls.engine.search.query import parse_query
-
         if not isinstance(query, str):
             raise RequestError(f"'query' must be text, got {type(query).__name__}", "query")
         if len(query) > MAX_QUERY_CHARS:

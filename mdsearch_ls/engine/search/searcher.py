@@ -438,6 +438,7 @@ class Searcher:
                     **ch.location_fields(),
                     score=None if c.cosine is None else float(c.cosine),
                     snippet=make_snippet(ch.text),
+                    text=ch.text,
                     chunk_id=ch.id,
                     semantic_rank=c.semantic_rank,
                     keyword_rank=c.keyword_rank,

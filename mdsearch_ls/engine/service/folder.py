@@ -1,26 +1,31 @@
-"""A folder kept indexed by a long-running front end: one writer thread, a coalescing queue.
+"""A folder of notes and its index, held by this process or asked of the process that holds it.
 
-The language server and the MCP server both keep folders fresh while answering requests, and the
-rules for that are the same for both, so they live here, protocol-free, instead of in a copy per
-front end:
+One process at a time holds an index (its writer lock decides): a language server, an MCP
+server, the background process, or a command holding it for its own run. Only the holder opens
+the index's stores; every other process asks it through the channel. :class:`IndexedFolder`
+hides which: a front end calls the same methods either way, and gets the same types back.
 
-* each folder has **one writer thread**, the only one that writes its index; the first index,
-  saves, watcher events and rebuilds are queued to it, and changes are coalesced per file (the
-  latest state on disk wins);
-* reads (search, related) run on any thread and never wait for the writer;
-* when another process holds the index (an editor beside the MCP server, a second editor
-  window), the folder searches it read-only, and takes over writing (then catches up) as soon as
-  that process lets go: at the next change it is asked to index, and on a timer; a background
-  process the CLI started (:mod:`.background`) is asked to let go at once.
+When held here:
 
-A front end gives two callbacks: ``on_change`` (state or counts changed: refresh a status bar)
-and ``on_message`` (something a person should read, once).
+* one **writer thread** is the only one that writes the index; the first look at the notes,
+  saves, changes on disk and rebuilds are queued to it, coalesced per file (the latest state on
+  disk wins); reads (search, related, the writing aids) run on any thread;
+* its record (``holder.json``: this process's endpoint) sits in the index folder, so others
+  find it.
+
+When another process holds it, reads go there (:class:`RemoteIndex`), writes are that process's
+own business (it watches the notes), and every :data:`TAKE_OVER_EVERY_S` this folder looks
+whether the holder is gone: then it holds the index itself and catches up with the notes. A
+background process is asked to let go at once by anything that wants to hold (a language or MCP
+server the person started); a command that only asks (the CLI) asks the background process to
+hold the folder instead of holding it itself, unless told not to (``via_background`` off).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -30,97 +35,124 @@ from typing import Any
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
-from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError, NotIndexedError
-from mdsearch_ls.engine.index.indexer import CancelFn, IndexReport, ProgressFn
-from mdsearch_ls.engine.index.layout import refuse_broad_root
+from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError, RequestError
+from mdsearch_ls.engine.index.layout import IndexState, index_dir_of, refuse_broad_root
+from mdsearch_ls.engine.index.report import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.search.hits import Related, SearchResult
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
+from mdsearch_ls.engine.service.channel import ChannelError, Endpoint
 from mdsearch_ls.engine.service.idle import IdleTimer
 from mdsearch_ls.engine.service.reading import read_checked
-from mdsearch_ls.engine.service.resident import ResidentSearch
-from mdsearch_ls.engine.service.resident_rules import ask_to_leave
+from mdsearch_ls.engine.service.remote import RemoteAids, RemoteIndex, find_holder, holder_record
 from mdsearch_ls.engine.states import FolderState, IndexPhase, Progress
-from mdsearch_ls.engine.workspace import IndexState, Related, SearchResult, Workspace
-from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
 
-# The folder states, under the names the front ends have always imported.
-STATE_STARTING = FolderState.STARTING
-STATE_LOADING = FolderState.LOADING_MODEL
-STATE_INDEXING = FolderState.INDEXING
-STATE_READY = FolderState.READY
-STATE_ERROR = FolderState.ERROR
-
-# How often a read-only folder tries to become the writer (the other process may have exited).
 TAKE_OVER_EVERY_S = 10.0
-# How often a folder whose index another process is building from nothing looks again (it can
-# search that index as soon as something is written, and it is usually a few seconds away).
-RETRY_LOCKED_S = 5.0
-# How long the writer waits without a write before it releases the vector store's memory
-# (Workspace.rest); the next save opens it again, in about a second at 96k chunks.
+"""How often a folder another process holds looks whether that process is gone."""
+RETRY_LOCKED_S = 0.2
+"""How soon a folder looks again when the lock is taken but nobody answers yet (a holder
+between taking its lock and listening: a few milliseconds)."""
+LOCKED_WAIT_S = 10.0
+"""How long it keeps looking before it says another process holds the index and won't answer."""
 REST_AFTER_S = 60.0
-
+"""How long the writer waits without a write before it releases the vector store's memory
+(``Workspace.rest``); the next save opens it again, in about a second at 96k chunks."""
+FIRST_LOOK_WAIT_S = 30.0
+"""How long a search waits for the first look at the notes under way (a holder that just
+took the folder) before it answers from the index as it is, saying so."""
 
 MessageFn = Callable[[str, str], None]
 """(text, level) with level one of "info", "warning", "error"."""
 
 
-class IndexedFolder:
-    """A folder of notes, its index and its writer thread."""
+@dataclasses.dataclass
+class Hooks:
+    """What a folder needs of the process around it (:class:`~.folders.Folders` gives them)."""
 
-    def __init__(
-        self,
-        root: Path,
-        settings: Settings,
-        embedder: Embedder,
-        *,
-        name: str | None = None,
-        on_change: Callable[[], None] | None = None,
-        on_message: MessageFn | None = None,
-    ) -> None:
+    endpoint: Callable[[], Endpoint]
+    """This process's endpoint, listening once asked for: written where the index is held."""
+    role: str = "server"
+    """What this process is when it holds: ``server``, ``background`` or ``command``."""
+    via_background: bool = False
+    """Ask the background process to hold an index nobody holds (the CLI), instead of holding
+    it here."""
+    background: Callable[[Path, Settings], RemoteIndex] | None = None
+    """Starts (or asks) the background process to hold a folder; its index, asked remotely."""
+    on_change: Callable[[], None] = lambda: None
+    on_message: MessageFn = lambda text, level: None
+    on_held: Callable[[IndexedFolder], None] = lambda folder: None
+    """A folder became held here (the process starts watching its notes)."""
+
+
+class IndexedFolder:
+    """A folder of notes and its index; see the module docstring."""
+
+    def __init__(self, root: Path, settings: Settings, embedder: Embedder, hooks: Hooks, *,
+                 name: str | None = None, given: dict[str, Any] | None = None) -> None:
+        """``given``: the index settings its front end named itself (a CLI flag), by name: a
+        holder with other ones refuses to answer for them (see ``holder``)."""
         self.root = Path(root).resolve()
+        self.given = dict(given or {})
+        self.last_asked = time.monotonic()
+        """When a client of the channel last asked about this folder (a background process
+        lets it go after a while without)."""
         self.name = name or self.root.name
         self.settings = settings
         self.embedder = embedder
-        self.ws: Workspace | None = None
-        self.state = STATE_STARTING
+        self.hooks = hooks
+        self.ws: Any = None
+        """The workspace, when this process holds the index (``engine.workspace.Workspace``)."""
+        self.remote: RemoteIndex | None = None
+        """The holder, when another process holds the index."""
+        self.state = FolderState.STARTING
         self.last_error: str | None = None
         self.last_report: IndexReport | None = None
         self.jobs_done, self.closed = 0, False
-        self._on_change = on_change or (lambda: None)
-        self._on_message = on_message or (lambda text, level: None)
+        self.progress = Progress()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"mdsearch-{self.name[:20]}")
         self._pending: dict[str, str] = {}  # rel -> "update" | "delete"
         self._pending_lock = threading.Lock()
         self._drain_scheduled = False
-        self._retired: list[Workspace] = []
         self._timer: threading.Timer | None = None
-        self.progress = Progress()
-        self.other_builds = False
-        """Another process is building this index from nothing: this one searches it as soon as
-        it exists, and looks again every :data:`RETRY_LOCKED_S`."""
-        self._retry: threading.Timer | None = None
         self._opened = threading.Event()
+        self._looked = threading.Event()
         self._filter: sources.SourceFilter | None = None
-        self._resident: ResidentSearch | None = None
-        self.on_leave: Callable[[], bool] | None = None  # a background process's: .background
-        self.defer_vectors = False  # its writes leave Chroma to the next writer: .background
+        self._endpoint: Endpoint | None = None
+        self._writer = 0
+        """The writer thread's ident (set by its first job)."""
         self._idle = IdleTimer(REST_AFTER_S, lambda: self.submit(self._rest))
 
-    # ---- the writer thread ----------------------------------------------------------------
+    @property
+    def index_dir(self) -> Path:
+        return index_dir_of(self.root, self.settings)
+
+    @property
+    def held(self) -> bool:
+        """Whether this process holds the index."""
+        return self.ws is not None
+
+    @property
+    def opened(self) -> bool:
+        """Whether the index is held here, or its holder found (reads can be answered)."""
+        return self.ws is not None or self.remote is not None
+
+    # ---- the writer thread ------------------------------------------------------------------
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         """Run ``fn`` on this folder's writer thread (the only thread that writes its index)."""
         return self._executor.submit(self._guard, fn, *args)
 
     def _guard(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self._writer = threading.get_ident()
         try:
             return fn(*args)
         except Exception as exc:
-            log.log(logging.WARNING if isinstance(exc, BroadRootError) else logging.ERROR,
-                    "%s: %s failed: %s", self.name, getattr(fn, "__name__", fn), exc,
-                    exc_info=not isinstance(exc, BroadRootError))  # a refusal is no bug
+            log.log(logging.WARNING if isinstance(exc, BroadRootError | ChannelError)
+                    else logging.ERROR, "%s: %s failed: %s", self.name,
+                    getattr(fn, "__name__", fn), exc,
+                    exc_info=not isinstance(exc, BroadRootError | ChannelError))
             self.last_error = str(exc)
             raise
         finally:  # the writer's idle time counts from its last job
@@ -128,83 +160,101 @@ class IndexedFolder:
                 self._idle.touch()
 
     def _rest(self) -> None:
-        if self.ws is not None and not self.closed and not self.ws.read_only and self.ws.rest():
+        if self.ws is not None and not self.closed and self.ws.rest():
             log.info("%s: idle: the vector store's memory released", self.name)
-            self._on_change()
+            self.hooks.on_change()
+
+    # ---- holding, or asking the holder --------------------------------------------------------
 
     def _open(self) -> None:
-        """Open the index: as its writer, or read-only when another process writes it."""
-        if self.ws is not None:
+        """Hold the index, or find the process that holds it. Writer thread only."""
+        if self.ws is not None or self.remote is not None or self.closed:
             return
         try:
             refuse_broad_root(self.root, self.settings)
-            self.ws = Workspace.open(self.root, self.settings, "read-if-locked", role="server",
-                                     embedder=self.embedder, defer_vectors=self.defer_vectors)
-        except NotIndexedError:
-            # Locked, and nothing indexed yet: the other process is building it. Wait for it.
-            raise IndexLockedError(
-                f"another mdsearch process is building the index of {self.name}; this one "
-                f"searches it as soon as it has written something"
-            ) from None
+            deadline = time.monotonic() + LOCKED_WAIT_S
+            while self.ws is None and self.remote is None:
+                if self._ask_holder() or self._hold():
+                    break
+                if time.monotonic() > deadline:
+                    raise IndexLockedError(
+                        f"another mdsearch process holds the index of {self.name} in "
+                        f"{self.index_dir} and does not answer; if none runs, remove "
+                        f"{holder_record(self.index_dir)}")
+                time.sleep(RETRY_LOCKED_S)  # a holder between its lock and its endpoint
         except Exception as exc:
-            self._failed(exc)
+            self.state = FolderState.ERROR
+            self.last_error = str(exc)
+            self.hooks.on_message(f"mdsearch cannot open the index for {self.name}: {exc}",
+                                  "error")
+            self.hooks.on_change()
             raise
         finally:
             self._opened.set()
-        self._tell_healed(self.ws)
-        self._resident = self._resident or ResidentSearch.open_for(self)  # CLI searches
-        if self.ws.read_only and ask_to_leave(self.ws.index_dir):
-            # the holder was a background process the CLI started; it has closed the index,
-            # so the take-over that follows (start_index) makes this one the writer at once
-            log.info("%s: the background mdsearch process gave the index over", self.name)
-        elif self.ws.read_only:
-            log.info("%s: %s", self.name, self.ws.read_only_reason)
-            self._on_message(
-                f"mdsearch: another mdsearch process (another editor window?) is indexing "
-                f"{self.name}. This one searches that index as it is and takes over indexing "
-                f"once that process is gone.",
-                "info",
-            )
+
+    def _ask_holder(self) -> bool:
+        """Use the process that holds the index, if one answers; a background process is
+        asked to let go instead when this process wants to hold (True: asking it)."""
+        holder = find_holder(self.root, self.index_dir)
+        if holder is not None and holder.role == "background" and self.hooks.role != "background"\
+                and not self.hooks.via_background:
+            log.info("%s: the background mdsearch process gives the index over", self.name)
+            holder.leave()
+            holder.index.close()
+            return False
+        if holder is None and self.hooks.via_background and self.hooks.background is not None:
+            self._use(self.hooks.background(self.root, self.settings))
+            return True
+        if holder is None:
+            return False
+        self._use(holder.index)
+        log.info("%s: the index is held by process %d (%s): asking it", self.name,
+                 holder.index.pid, holder.role)
+        if not self.hooks.via_background:
             self._arm_take_over()
+        return True
 
-    def _tell_healed(self, ws: Workspace) -> None:
-        """Opening set damage aside, moved the vectors or started another model's space: say so."""
-        for said in (ws.healed, ws.vectors_moved):
-            if said:
-                self._on_message(f"mdsearch: {said}", "warning")
-        if ws.switched:
-            self._on_message(f"mdsearch: {ws.switched}", "info")
+    def _use(self, remote: RemoteIndex) -> None:
+        self.remote = remote
+        self.state = FolderState.READY
+        self.last_error = None
+        self._looked.set()
+        self.hooks.on_change()
 
-    def _failed(self, exc: Exception) -> None:
-        self.state = STATE_ERROR
-        self.last_error = str(exc)
-        self._on_message(f"mdsearch cannot open the index for {self.name}: {exc}", "error")
-        self._on_change()
+    def _hold(self) -> bool:
+        """Take the writer lock and open the index here (False: another process has the lock
+        and is not answering yet)."""
+        from mdsearch_ls.engine.workspace import Workspace  # (see below)
 
-    def _take_over(self) -> bool:
-        """A read-only folder becomes the writer once the other process has let go of the
-        lock, and catches up with the notes (incremental). Writer thread only."""
-        if self.ws is None or not self.ws.read_only:
-            return self.ws is not None
+        # Imported here, the one such import: a process that asks a holder (a CLI search, the
+        # second editor window) never needs the stores, the indexer or Chroma (~70 ms, 25 MB).
         try:
-            ws = Workspace.open(self.root, self.settings, "write", embedder=self.embedder,
-                                role="server", defer_vectors=self.defer_vectors)
+            ws = Workspace.open(self.root, self.settings, embedder=self.embedder,
+                                role=self.hooks.role)
         except IndexLockedError:
             return False
-        self._tell_healed(ws)
-        # Searches may still be reading the old one on other threads: it is closed with the
-        # folder, not now.
-        self._retired.append(self.ws)
+        endpoint = self.hooks.endpoint()
+        endpoint.save(holder_record(ws.index_dir))
+        self._endpoint = endpoint
         self.ws = ws
-        self._resident = self._resident or ResidentSearch.open_for(self)  # CLI searches
-        self.state = STATE_INDEXING
-        self._on_change()
-        report = ws.index(cancel=lambda: self.closed)
-        self.last_report = report
-        self.state = STATE_READY
-        log.info("%s: now the index writer: %s", self.name, report.summary())
-        self._on_change()
+        for said, level in ((ws.healed, "warning"), (ws.vectors_moved, "warning"),
+                            (ws.switched, "info")):
+            if said:
+                self.hooks.on_message(f"mdsearch: {said}", level)
+        self.hooks.on_held(self)
         return True
+
+    def _take_over(self) -> None:
+        """The holder is gone: hold the index here and catch up with the notes. Writer thread
+        only."""
+        remote, self.remote = self.remote, None
+        if remote is not None:
+            remote.close()
+        self._looked.clear()
+        self._open()
+        if self.ws is not None:
+            log.info("%s: the process that held the index is gone: holding it here", self.name)
+            self._first_look()
 
     def _arm_take_over(self) -> None:
         if self.closed or self._timer is not None:
@@ -212,114 +262,113 @@ class IndexedFolder:
 
         def fire() -> None:
             self._timer = None
-            if self.closed or self.ws is None or not self.ws.read_only:
+            if self.closed or self.remote is None:
                 return
-            fut = self.submit(self._take_over)
-            fut.add_done_callback(
-                lambda f: None if f.cancelled() or (not f.exception() and f.result())
-                else self._arm_take_over()
-            )
+            try:
+                self.remote.hello()
+            except ChannelError:
+                self.submit(self._take_over)
+                return
+            except Exception:
+                pass
+            self._arm_take_over()
 
         self._timer = threading.Timer(TAKE_OVER_EVERY_S, fire)
         self._timer.daemon = True
         self._timer.start()
 
-    # ---- jobs a front end asks for ----------------------------------------------------------
+    def _asked(self, call: Callable[[RemoteIndex], Any]) -> Any:
+        """``call`` on the holder; when it is gone, look again (and hold the index here if
+        nobody does now), then ask once more whoever that is."""
+        remote = self.remote
+        if remote is not None:
+            try:
+                return call(remote)
+            except ChannelError as exc:
+                log.info("%s: %s: looking again for who holds the index", self.name, exc)
+                if self.remote is remote and threading.get_ident() == self._writer:
+                    self._take_over()
+                elif self.remote is remote:
+                    self.submit(self._take_over).result(timeout=LOCKED_WAIT_S + 60)
+        if self.remote is not None:
+            return call(self.remote)
+        return None
 
-    def start_index(
-        self,
-        *,
-        rebuild: bool = False,
-        progress: ProgressFn | None = None,
-        cancel: CancelFn | None = None,
-    ) -> Future[IndexReport | None]:
-        """Open the index if needed and bring it up to date, on the writer thread.
+    # ---- jobs a front end asks for --------------------------------------------------------
 
-        The future's result is None when another process is the writer (this folder then
-        searches read-only and retries on its own).
-        """
-        self.state = STATE_INDEXING if self.embedder.loaded else STATE_LOADING
-        self._on_change()
+    def start_index(self, *, rebuild: bool = False, progress: ProgressFn | None = None,
+                    cancel: CancelFn | None = None) -> Future[IndexReport | None]:
+        """Hold the index (or find its holder) and bring it up to date, on the writer thread.
+        The future's result is the run's report; None when another process holds the index
+        and a look was not asked of it."""
+        self.state = FolderState.INDEXING if self.embedder.loaded else FolderState.LOADING_MODEL
+        self.hooks.on_change()
         self.progress = Progress(started=time.monotonic())
+
+        def job() -> IndexReport | None:
+            self._open()
+            if self.remote is not None:
+                if not rebuild:
+                    return None
+                return self._asked(lambda r: r.index(rebuild=True, progress=progress))
+            return self._first_look(rebuild=rebuild, progress=progress, cancel=cancel)
+
+        return self.submit(job)
+
+    def _first_look(self, *, rebuild: bool = False, progress: ProgressFn | None = None,
+                    cancel: CancelFn | None = None) -> IndexReport:
+        """Bring a held index up to date with the notes. Writer thread only."""
 
         def tracked(done: int, total: int, chunks: int) -> None:
             self.progress.record(done, total)
             if progress is not None:
                 progress(done, total, chunks)
 
-        def job() -> IndexReport | None:
-            try:
-                self._open()
-            except IndexLockedError:
-                # Another process is building it from nothing: look again soon, and search it
-                # as soon as it holds something. Not an error: nothing is wrong.
-                self.other_builds = True
-                self.state = STATE_INDEXING
-                self.last_error = None
-                self._on_change()
-                self._arm_retry(rebuild, progress, cancel)
-                return None
-            self.other_builds = False
-            assert self.ws is not None
-            if self.ws.read_only and not self._take_over():
-                self.state = STATE_READY
-                self.last_error = None
-                self._on_change()
-                return None
-            self.state = STATE_INDEXING
-            self._on_change()
-            report = self.ws.index(
-                progress=tracked,
-                cancel=lambda: self.closed or bool(cancel and cancel()),
-                rebuild=rebuild,
-            )
-            self.last_report = report
-            for w in report.warnings:
-                log.warning("%s: %s", self.name, w)
-            log.info("%s: %s", self.name, report.summary())
-            self.state = STATE_READY
-            self.last_error = None
-            self._on_change()
-            return report
+        self.state = FolderState.INDEXING
+        self.hooks.on_change()
+        try:
+            report = self.ws.index(progress=tracked, rebuild=rebuild,
+                                   cancel=lambda: self.closed or bool(cancel and cancel()))
+        except Exception as exc:
+            self.state = FolderState.ERROR
+            self.last_error = str(exc)
+            self.hooks.on_change()
+            raise
+        finally:
+            self._looked.set()
+        self.last_report = report
+        for w in report.warnings:
+            log.warning("%s: %s", self.name, w)
+        log.info("%s: %s", self.name, report.summary())
+        self.state = FolderState.READY
+        self.last_error = None
+        self.hooks.on_change()
+        return report
 
-        fut = self.submit(job)
+    def index_now(self, *, rebuild: bool = False, progress: ProgressFn | None = None,
+                  cancel: CancelFn | None = None) -> IndexReport:
+        """Bring the index up to date (or rebuild it) and wait: here when held, else by the
+        holder, whose progress comes back through ``progress``."""
+        fut = self.submit(self._open)
+        fut.result()
+        if self.remote is not None:
+            return self._asked(lambda r: r.index(rebuild=rebuild, given=self.given,
+                                                  progress=progress))
+        return self.submit(lambda: self._first_look(rebuild=rebuild, progress=progress,
+                                                    cancel=cancel)).result()
 
-        def failed(f: Future[Any]) -> None:
-            if not f.cancelled() and f.exception() is not None:
-                self.state = STATE_ERROR
-                self.last_error = str(f.exception())
-                self._on_change()
-
-        fut.add_done_callback(failed)
-        return fut
-
-    def _arm_retry(
-        self, rebuild: bool, progress: ProgressFn | None, cancel: CancelFn | None
-    ) -> None:
-        if self.closed:
-            return
-        if self._retry is not None:
-            self._retry.cancel()
-
-        def fire() -> None:
-            self._retry = None
-            if not self.closed:
-                self.start_index(rebuild=rebuild, progress=progress, cancel=cancel)
-
-        self._retry = threading.Timer(RETRY_LOCKED_S, fire)
-        self._retry.daemon = True
-        self._retry.start()
+    def open_now(self) -> None:
+        """Hold the index or find its holder, and wait for that (not for a look at the notes)."""
+        self.submit(self._open).result()
 
     def settled(self) -> Future[None]:
-        """A future done once every change queued so far is written (or given up on).
-
-        The writer runs its jobs in order and a queued change is drained by a job scheduled when
-        it was queued, so a job submitted now finishes after all of them.
-        """
-        return self.submit(lambda: None)  # a job that does nothing: its place is the point
+        """A future done once every change queued so far is written (or given up on): the
+        writer runs its jobs in order, so a job submitted now finishes after all of them."""
+        return self.submit(lambda: None)
 
     def queue(self, rel: str, op: str) -> None:
-        """Queue a per-file change ("update" or "delete"); the latest one for a file wins."""
+        """Queue a per-file change ("update" or "delete"); the latest one for a file wins. A
+        folder another process holds leaves it to that process, which watches the notes."""
         if op not in ("update", "delete"):
             raise ValueError(f"unknown operation {op!r}")
         with self._pending_lock:
@@ -331,12 +380,8 @@ class IndexedFolder:
 
     def refresh_ignores(self) -> Future[Any]:
         """A .gitignore changed: re-read the ignore rules (on the writer thread)."""
-
-        def job() -> None:
-            if self.ws is not None and not self.ws.read_only:
-                self.ws.refresh_ignores()
-
-        return self.submit(job)
+        self._filter = None
+        return self.submit(lambda: self.ws.refresh_ignores() if self.ws is not None else None)
 
     @property
     def queue_length(self) -> int:
@@ -352,11 +397,6 @@ class IndexedFolder:
                     return
             if self.ws is None or self.closed:
                 continue
-            if self.ws.read_only and not self._take_over():
-                # The writing process indexes these when it sees them (its watcher, its next
-                # scan): the manifest of every note's hash makes sure nothing is missed.
-                log.info("%s: read-only, not indexing %s", self.name, ", ".join(sorted(batch)))
-                continue
             updates = [p for p, op in batch.items() if op == "update"]
             deletes = [p for p, op in batch.items() if op == "delete"]
             if deletes:
@@ -368,7 +408,7 @@ class IndexedFolder:
                     log.warning("%s: %s", self.name, w)
                 log.info("%s: updated %s: %s", self.name, ", ".join(updates), report.summary())
             self.jobs_done += 1
-            self._on_change()
+            self.hooks.on_change()
 
     # ---- settings ---------------------------------------------------------------------------
 
@@ -377,48 +417,56 @@ class IndexedFolder:
         this folder and starts a new one)."""
         if self.ws is not None and not self.ws.apply_settings(settings):
             return False
-        self.settings = settings  # not opened yet: it opens with these
+        self.settings = settings
         return True
 
-    # ---- reads (any thread) -----------------------------------------------------------------
+    # ---- reads (any thread) -------------------------------------------------------------------
+
+    def wait_looked(self, timeout: float = FIRST_LOOK_WAIT_S) -> bool:
+        """Wait until the first look at the notes is done (True) or ``timeout`` passed."""
+        return self._looked.wait(timeout)
 
     def index_state(self) -> IndexState:
-        done, total = self.progress.done, self.progress.total
+        if self.remote is not None:
+            index = self._asked(lambda r: r.status())["index"]
+            return IndexState(index["state"], index["files_done"], index["files_total"])
         if self.ws is None:
-            phase = IndexPhase.BUILDING if self.state != STATE_ERROR else IndexPhase.EMPTY
-            return IndexState(phase, done, total)
-        state = self.ws.index_state()  # (a look over a whole index leaves it ready)
-        if self.state in (STATE_INDEXING, STATE_LOADING) and state.state not in (
+            phase = IndexPhase.BUILDING if self.state != FolderState.ERROR else IndexPhase.EMPTY
+            return IndexState(phase, self.progress.done, self.progress.total)
+        state = self.ws.index_state()
+        if self.state in (FolderState.INDEXING, FolderState.LOADING_MODEL) and state.state not in (
                 IndexPhase.BUILDING, IndexPhase.READY):
-            return IndexState(IndexPhase.BUILDING, done, total)
+            return IndexState(IndexPhase.BUILDING, self.progress.done, self.progress.total)
         return state
 
     def search(self, request: SearchRequest) -> SearchResult:
+        if self.remote is not None:
+            return self._asked(lambda r: r.search(request, self.given))
         if (ws := self.ws) is None:
             return SearchResult([], request.notes, self.index_state())
         return dataclasses.replace(ws.search(request), index=self.index_state())
 
     def related(self, request: RelatedRequest) -> Related:
+        if self.remote is not None:
+            return self._asked(lambda r: r.related(request))
         return ws.related(request) if (ws := self.ws) is not None else Related(None, [])
 
     @property
-    def writing(self) -> WritingAids | None:
-        """The index's writing aids (link completion, mentions, ...); None until it is open."""
+    def writing(self) -> Any:
+        """The index's writing aids (link completion, mentions, ...): ``WritingAids``, or the
+        same methods asked of the holder; None until the index is open."""
+        if self.remote is not None:
+            return RemoteAids(self.remote)
         return ws.writing if (ws := self.ws) is not None else None
-
-    @property
-    def resident(self) -> ResidentSearch | None:
-        """The socket this folder answers the command line on, if it listens."""
-        return self._resident
 
     def note_path(self, path: str | Path) -> str | None:
         """Root-relative path of a note (absolute or relative), None outside the folder."""
-        if self.ws is not None:
-            return self.ws.note_path(path)
         p = Path(path)
         return sources.relpath(self.root, p if p.is_absolute() else self.root / p)
 
     def is_indexed(self, rel: str) -> bool:
+        if self.remote is not None:
+            return bool(self._asked(lambda r: r.notes([rel])))
         return (ws := self.ws) is not None and ws.is_indexed(rel)
 
     def wait_open(self, timeout: float | None = None) -> bool:
@@ -429,19 +477,28 @@ class IndexedFolder:
 
     def notes(self) -> list[str]:
         """Root-relative paths of the notes in the index (empty before it is open)."""
+        if self.remote is not None:
+            return self._asked(lambda r: r.notes())
         return ws.notes() if (ws := self.ws) is not None else []
+
+    def _rules(self) -> sources.SourceFilter:
+        if (ws := self.ws) is not None:
+            return ws.rules
+        if self._filter is None:
+            self._filter = sources.SourceFilter(self.root, self.settings.include,
+                                                self.settings.exclude, index_dir=self.index_dir,
+                                                formats=self.settings.include_formats)
+        return self._filter
 
     def accepts(self, rel: str) -> bool:
         """Whether the index would take this note (include/exclude globs, ignored folders such
         as .obsidian/, .gitignore, the markdown suffix)."""
-        ws = self.ws
-        if ws is not None:
-            return ws.accepts(rel)
-        if self._filter is None:
-            self._filter = sources.SourceFilter(self.root, self.settings.include,
-                                                self.settings.exclude,
-                                                formats=self.settings.include_formats)
-        return self._filter.accepts(rel)
+        return self._rules().accepts(rel)
+
+    def dir_rejected(self, rel_dir: str) -> bool:
+        """Whether no note the index would take can be below this folder (a dot-folder,
+        ``node_modules``, an excluded or git-ignored one)."""
+        return self._rules().dir_rejected(rel_dir)
 
     def read_note(self, path: str | Path) -> tuple[str, str]:
         """``(root-relative path, text)`` of one note, read the way the indexer reads it, or
@@ -452,13 +509,22 @@ class IndexedFolder:
                             formats=self.settings.include_formats)
 
     def status(self) -> dict[str, Any]:
+        """The folder's status record; a folder another process holds reports that process's
+        record of it, with who holds it."""
+        if self.remote is not None:
+            try:
+                return {**self._asked(lambda r: r.status()), "name": self.name}
+            except (ChannelError, RequestError) as exc:
+                self.last_error = str(exc)
         info = ws.status() if (ws := self.ws) is not None else {}
+        held = self.ws is not None
         return {
             "root": str(self.root), "name": self.name,
             "files": info.get("files", 0), "chunks": info.get("chunks", 0),
             "model": self.embedder.name, "index_dir": info.get("index_dir"),
             "queue": self.queue_length, "state": self.state, "last_error": self.last_error,
-            "last_update": info.get("last_update"), "read_only": info.get("read_only", False),
+            "last_update": info.get("last_update"),
+            "held_by": {"pid": os.getpid(), "role": self.hooks.role} if held else None,
             "index": self.index_state().to_json(),
         }
 
@@ -468,33 +534,34 @@ class IndexedFolder:
         """Stop the writer after its current job, then close the index."""
         self.closed = True
         self._cancel_timers()
-        self._stop_listening()
         self._executor.shutdown(wait=True, cancel_futures=True)
-        for ws in (*self._retired, self.ws):  # the writer last: it seals the file as left
-            if ws is not None:
-                ws.close()
-        self.ws = None
-        self._retired.clear()
+        self._release()
 
-    def _stop_listening(self) -> None:
-        if (resident := self._resident) is not None:
-            self._resident = None
-            resident.close()
+    def _release(self) -> None:
+        ws, self.ws = self.ws, None
+        if ws is not None:
+            if self._endpoint is not None:
+                self._endpoint.forget(holder_record(ws.index_dir))
+            ws.close()
+        remote, self.remote = self.remote, None
+        if remote is not None:
+            remote.close()
 
     def _cancel_timers(self) -> None:
-        for timer in (self._idle, self._timer, self._retry):
-            if timer is not None:
-                timer.cancel()
+        self._idle.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
 
     def abandon(self) -> None:
-        """The process is exiting now: release locks without waiting for the writer."""
+        """Release the lock without waiting for the writer or writing anything back (the
+        process is exiting, or the index folder was deleted under it)."""
         self.closed = True
         self._cancel_timers()
-        self._stop_listening()
-        for ws in (self.ws, *self._retired):
-            if ws is not None:
-                ws.abandon()
+        ws, self.ws = self.ws, None
+        if ws is not None:
+            if self._endpoint is not None:
+                self._endpoint.forget(holder_record(ws.index_dir))
+            ws.abandon()
 
 
-__all__ = ["STATE_ERROR", "STATE_INDEXING", "STATE_LOADING", "STATE_READY", "STATE_STARTING",
-           "IndexedFolder", "Progress"]
+__all__ = ["Hooks", "IndexedFolder", "MessageFn"]

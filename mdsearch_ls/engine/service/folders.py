@@ -32,12 +32,17 @@ from typing import Any
 
 from mdsearch_ls.config import Settings, differs
 from mdsearch_ls.engine.embedding import Embedder, create_embedder
-from mdsearch_ls.engine.index.indexer import CancelFn, IndexReport, ProgressFn
+from mdsearch_ls.engine.index.layout import cache_root
+from mdsearch_ls.engine.index.report import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.notes.files import is_note_name
 from mdsearch_ls.engine.search.hits import Hit
 from mdsearch_ls.engine.search.merging import merge_rankings
 from mdsearch_ls.engine.search.requests import SearchRequest
-from mdsearch_ls.engine.service.folder import IndexedFolder, MessageFn
+from mdsearch_ls.engine.service import holder
+from mdsearch_ls.engine.service.channel import Endpoint, Server
+from mdsearch_ls.engine.service.folder import Hooks, IndexedFolder, MessageFn
+from mdsearch_ls.engine.service.spawn import hold_in_background
+from mdsearch_ls.engine.service.watch import Watcher
 from mdsearch_ls.engine.states import (
     FolderState,
     IndexPhase,
@@ -60,12 +65,18 @@ class Folders:
         on_change: Callable[[], None] | None = None,
         on_message: MessageFn | None = None,
         on_rescan: Callable[[IndexedFolder], Any] | None = None,
+        role: str = "server",
+        via_background: bool = False,
+        watch: bool = True,
     ) -> None:
         """``embedder``: a model to use whatever the settings say (tests, benchmarks).
         ``on_change``: a folder's state or counts changed (refresh a status bar).
         ``on_message``: something a person should read, once. ``on_rescan``: a folder must be
         scanned again (its ignore rules changed); by default :meth:`index`, a front end that
-        shows progress passes its own."""
+        shows progress passes its own. ``role``: what this process is when it holds an index
+        (``server``, ``background``, ``command``); ``via_background``: ask the background
+        process to hold a folder nobody holds (a CLI command) instead of holding it here;
+        ``watch``: learn of changes on disk in the folders held here (``watchfiles``)."""
         self._fixed_embedder = embedder is not None
         self.embedder: Embedder = embedder or create_embedder(settings)
         self._model_settings = settings
@@ -80,6 +91,31 @@ class Folders:
         self._on_rescan = on_rescan or (lambda folder: self.index(folder))
         self.changes_seen = 0
         self.last_change: float | None = None
+        self.role = role
+        self.via_background = via_background
+        self.background: Callable[[Any], Any] | None = None
+        """The background process's answer to ``Hold``, ``Leave`` and ``Stop`` (set by it;
+        None in any other process, which refuses them)."""
+        self._server: Server | None = None
+        self._server_lock = threading.Lock()
+        self.watcher = Watcher(self) if watch else None
+
+    def endpoint(self) -> Endpoint:
+        """This process's endpoint, listening from the first call (the first folder held)."""
+        with self._server_lock:
+            if self._server is None:
+                self._server = Server(lambda message, reply: holder.answer(self, message, reply),
+                                      cache_root() / "run", self.role)
+            return self._server.endpoint
+
+    @property
+    def watching(self) -> bool:
+        """Whether changes on disk in the folders held here are being watched."""
+        return self.watcher is not None and self.watcher.watching
+
+    def _held(self, folder: IndexedFolder) -> None:
+        if self.watcher is not None:
+            self.watcher.watch(folder.root)
 
     # ---- the model --------------------------------------------------------------------------
 
@@ -163,8 +199,8 @@ class Folders:
     def get(self, root: Path) -> IndexedFolder | None:
         return self._folders.get(Path(root).resolve())
 
-    def add(self, root: Path, settings: Settings, *, name: str | None = None
-            ) -> IndexedFolder | None:
+    def add(self, root: Path, settings: Settings, *, name: str | None = None,
+            given: dict[str, Any] | None = None) -> IndexedFolder | None:
         """Keep a folder indexed (not started yet: :meth:`index` starts it). The same root twice
         is one folder; a root that is not a directory is refused (None), with a log line."""
         root = Path(root).resolve()
@@ -173,8 +209,14 @@ class Folders:
         if not root.is_dir():
             log.warning("%s is not a directory; not indexed", root)
             return None
-        folder = IndexedFolder(root, settings, self.embedder, name=name or root.name,
-                               on_change=self._on_change, on_message=self._on_message)
+        hooks = Hooks(endpoint=self.endpoint, role=self.role,
+                      via_background=self.via_background,
+                      background=lambda root, settings: hold_in_background(
+                          root, settings, self._on_message),
+                      on_change=self._on_change, on_message=self._on_message,
+                      on_held=self._held)
+        folder = IndexedFolder(root, settings, self.embedder, hooks, name=name or root.name,
+                               given=given)
         self._folders[root] = folder
         return folder
 
@@ -183,6 +225,8 @@ class Folders:
         (blocks for that long; a front end runs it off its event loop)."""
         if self._folders.get(folder.root) is folder:
             del self._folders[folder.root]
+        if self.watcher is not None:
+            self.watcher.forget(folder.root)
         folder.close()
 
     def reopen(self, folder: IndexedFolder, settings: Settings) -> IndexedFolder | None:
@@ -237,7 +281,7 @@ class Folders:
         can add or drop any note.
         """
         found = self.locate(path)
-        if found is None:
+        if found is None or not found[0].held:  # (its holder watches the notes itself)
             return False
         folder, rel = found
         if Path(path).name == ".gitignore":
@@ -358,8 +402,15 @@ class Folders:
     # ---- closing ----------------------------------------------------------------------------
 
     def close(self, timeout: float = 3.0) -> bool:
-        """Close every folder, in parallel; False when a writer did not stop within ``timeout``
-        (every index is then abandoned: locks released, the next open repairs a half-write)."""
+        """Stop answering and watching, and close every folder, in parallel; False when a
+        writer did not stop within ``timeout`` (every index is then abandoned: locks released,
+        the next open repairs a half-write)."""
+        if self.watcher is not None:
+            self.watcher.stop()
+        with self._server_lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.close()
         folders = list(self._folders.values())
         self._folders.clear()
         threads = [threading.Thread(target=f.close, daemon=True, name=f"close-{f.name[:20]}")
@@ -377,6 +428,8 @@ class Folders:
 
     def abandon(self) -> None:
         """The process is exiting now: release every index without waiting for writers."""
+        if self._server is not None:
+            self._server.close()
         for folder in list(self._folders.values()):
             folder.abandon()
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from mdsearch_ls.engine.api import STATE_READY, is_markdown
+from mdsearch_ls.engine.api import FolderState, is_markdown
 from mdsearch_ls.lsp.convert import uri_to_path
 from mdsearch_ls.lsp.workspace_folders import FolderManager
 
@@ -51,7 +51,7 @@ def did_open(manager: FolderManager, uri: str) -> None:
     if found is None:
         return
     folder, rel = found
-    if folder.state == STATE_READY and not folder.is_indexed(rel):
+    if folder.state == FolderState.READY and not folder.is_indexed(rel):
         folder.queue(rel, "update")
 
 
