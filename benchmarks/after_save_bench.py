@@ -51,9 +51,10 @@ os.environ.setdefault("MDSEARCH_BACKGROUND", "off")
 from scale_bench import anon_mb, queries, save  # noqa: E402
 
 from mdsearch_ls.config import Settings  # noqa: E402
-from mdsearch_ls.engine.api import SearchRequest, Workspace, create_embedder  # noqa: E402
+from mdsearch_ls.engine.api import SearchRequest, create_embedder
 from mdsearch_ls.engine.index import vector_snapshot  # noqa: E402
 from mdsearch_ls.engine.index.phrase_scores import PhraseScores  # noqa: E402
+from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 NOTE = "c01/common/tar.md"
 """A note of every vault scale_bench.py builds (the twelve copies' first)."""
@@ -66,7 +67,7 @@ def run(vault: Path, rounds: int, compare: str = "carry") -> dict[str, object]:
     memo, wrote = vector_snapshot._memo, PhraseScores.wrote
     qs = queries()
     settings = Settings()
-    ws = Workspace.open(vault, settings, "write", embedder=create_embedder(settings),
+    ws = Workspace.open(vault, settings, embedder=create_embedder(settings),
                         role="server", defer_vectors=True)
     on, off = SIDES[compare]
     times: dict[str, dict[str, list[float]]] = {on: {}, off: {}}

@@ -43,7 +43,7 @@ from mdsearch_ls.engine.api import Workspace, create_embedder
 root, index = sys.argv[1], sys.argv[2]
 embedder = create_embedder(Settings())
 embedder.load()
-ws = Workspace.open(root, Settings(), "write", embedder=embedder, index_dir=index)
+ws = Workspace.open(root, Settings(), embedder=embedder, index_dir=index)
 print("start", flush=True)
 report = ws.index()
 print("done", report.summary(), flush=True)

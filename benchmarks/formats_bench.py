@@ -147,7 +147,7 @@ def index_cost(base: Path, doc: list[tuple[str, str]]) -> dict[str, dict]:
         folder = base / name
         folder.mkdir()
         writer(folder / fname, doc)
-        with Workspace.open(folder, settings, "write", embedder=embedder,
+        with Workspace.open(folder, settings, embedder=embedder,
                             index_dir=base / f"idx-{name}") as ws:
             t0 = time.perf_counter()
             first = ws.index()

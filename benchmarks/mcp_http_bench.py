@@ -148,7 +148,8 @@ def in_process(vault: Path, cache: Path, queries: list[str], k: int) -> dict[str
     """The engine's own search of the same queries on the same index (read-only open)."""
     os.environ["MDSEARCH_CACHE_DIR"] = str(cache)
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.api import SearchRequest, Workspace, create_embedder
+    from mdsearch_ls.engine.api import SearchRequest, create_embedder
+    from mdsearch_ls.engine.workspace import Workspace
 
     ws = Workspace.open(vault, Settings(), "read", embedder=create_embedder(Settings()))
     try:

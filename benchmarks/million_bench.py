@@ -259,7 +259,7 @@ class Sampler:
 
 def _open(root: Path, mode: str, embedder: Any) -> Any:
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.api import Workspace
+    from mdsearch_ls.engine.workspace import Workspace
 
     settings = Settings(chroma_url=os.environ.get(CHROMA_URL_ENV) or None)
     return Workspace.open(root, settings, mode, embedder=embedder)  # type: ignore[arg-type]
@@ -378,7 +378,8 @@ def queries(root: Path, n: int = 40) -> dict[str, Any]:
     out = {"in_process": scale_bench.in_process(root, qs[100: 100 + n], qs[:100], qs[-n:],
                                                 embedder=embedder, settings=settings)}
     # Which list costs what: each leg alone, as a CLI search runs it (a read-only open).
-    from mdsearch_ls.engine.api import SearchRequest, Workspace
+    from mdsearch_ls.engine.api import SearchRequest
+    from mdsearch_ls.engine.workspace import Workspace
 
     ws = Workspace.open(root, settings, "read", embedder=embedder)
     try:

@@ -123,8 +123,8 @@ def index_dir(vault: Path) -> Path:
 
 
 def manifest_of(vault: Path) -> Path:
-    from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.index.layout import space_name
+    from mdsearch_ls.engine.api import create_embedder
+    from mdsearch_ls.engine.workspace import Workspace    from mdsearch_ls.engine.index.layout import space_name
 
     return index_dir(vault) / f"{space_name(Settings())}.sqlite3"
 
@@ -236,7 +236,7 @@ def resident(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[str,
              ) -> dict[str, Any]:
     """``mdsearch search`` while an ``mdsearch mcp`` server holds the index (the CLI asks it
     through its socket), the vaults in turn; and that server's RSS once its start is done."""
-    from mdsearch_ls.engine.api import resident_socket_path
+    
 
     servers = {}
     out: dict[str, Any] = {}
@@ -278,7 +278,7 @@ def resident(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[str,
 def background(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[str, str]
                ) -> dict[str, Any]:
     """The commands of :func:`processes` while ``mdsearch background`` holds each index."""
-    from mdsearch_ls.engine.api import ask_to_leave
+    
 
     env = {**env, "MDSEARCH_BACKGROUND": ""}
     procs = {}
@@ -319,7 +319,8 @@ def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str],
     of ``qs``). ``million_bench.py`` passes its own ``embedder`` (the real model for questions,
     under the stand-in's name its index was built with) and ``settings``."""
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.api import SearchRequest, Workspace, create_embedder
+    from mdsearch_ls.engine.api import SearchRequest, create_embedder
+    from mdsearch_ls.engine.workspace import Workspace
 
     settings = settings or Settings()
     embedder = embedder or create_embedder(settings)
@@ -344,7 +345,7 @@ def in_process(vault: Path, qs: list[str], warm: list[str], new: list[str],
         ms = run(ws, qs)
     finally:
         ws.close()
-    ws = Workspace.open(vault, settings, "write", embedder=embedder, role="server")
+    ws = Workspace.open(vault, settings, embedder=embedder, role="server")
     try:
         kept_scores = ws.manifest.phrase_scores
         assert kept_scores is not None

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                         timed([*mdsearch, "search", q], sides[side], vaults[name]))
     finally:
         from mdsearch_ls.config import Settings
-        from mdsearch_ls.engine.api import ask_to_leave, index_dir_of
+        from mdsearch_ls.engine.api import index_dir_of
 
         os.environ["MDSEARCH_CACHE_DIR"] = env["MDSEARCH_CACHE_DIR"]
         for name, proc in procs.items():

@@ -37,8 +37,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.index.freshness import _stats  # noqa: E402  (the look's own walk)
+
+from mdsearch_ls.config import Settings  # noqa: E402
 
 
 def in_process(vault: Path) -> tuple[dict[str, float], int]:

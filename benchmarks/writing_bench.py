@@ -198,7 +198,8 @@ async def after_save_latencies(client: Client, vault: Path, notes: list[Path],
 def in_process(vault: Path, cache: Path, notes: list[Path]) -> dict[str, Any]:
     """Engine timings on the same index, opened read-only beside the server."""
     os.environ["MDSEARCH_CACHE_DIR"] = str(cache)
-    from mdsearch_ls.engine.api import Workspace, create_embedder
+    from mdsearch_ls.engine.api import create_embedder
+    from mdsearch_ls.engine.workspace import Workspace
 
     settings = Settings()
     with Workspace.open(vault, settings, "read", embedder=create_embedder(settings)) as ws:

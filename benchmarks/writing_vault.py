@@ -90,12 +90,13 @@ def build(dest: Path, chunks: int) -> tuple[int, int]:
 def index(dest: Path) -> float:
     """Index ``dest/vault`` with the real model into ``dest/cache``; seconds taken."""
     os.environ["MDSEARCH_CACHE_DIR"] = str(dest / "cache")
-    from mdsearch_ls.engine.api import Workspace, create_embedder
+    from mdsearch_ls.engine.api import create_embedder
+    from mdsearch_ls.engine.workspace import Workspace
 
     settings = Settings()
     embedder = create_embedder(settings)
     t0 = time.perf_counter()
-    with Workspace.open(dest / "vault", settings, "write", embedder=embedder) as ws:
+    with Workspace.open(dest / "vault", settings, embedder=embedder) as ws:
         report = ws.index()
     print(report.summary(), flush=True)
     return time.perf_counter() - t0

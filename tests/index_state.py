@@ -111,7 +111,7 @@ def clean_build(root: Path, index_dir: Path, embedder: Any, settings: Any = None
     from mdsearch_ls.config import Settings
     from mdsearch_ls.engine.workspace import Workspace
 
-    with Workspace.open(root, settings or Settings(), "write", embedder=embedder,
+    with Workspace.open(root, settings or Settings(), embedder=embedder,
                         index_dir=index_dir) as ws:
         ws.index()
         return snapshot(ws)

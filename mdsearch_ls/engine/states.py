@@ -128,7 +128,9 @@ FOLDER_STATUS_FIELDS: dict[str, tuple[str, str]] = {
     "state": ("FolderState", "where the folder is in its life"),
     "last_error": ("string | null", "why it failed, when it did"),
     "last_update": ("string | null", "when the index last changed (ISO 8601)"),
-    "read_only": ("boolean", "another process writes this index; this one only reads it"),
+    "read_only": ("boolean", "another process holds this index; this one asks it"),
+    "held_by": ("{ pid: number; role: string } | null",
+                "the process that holds the index (pid, and server, background or command)"),
     "index": ("IndexProgress", "the index's phase and how far a build got"),
 }
 

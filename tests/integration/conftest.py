@@ -47,14 +47,14 @@ def run_cli(
 @pytest.fixture(scope="session")
 def indexed_vault(tmp_path_factory: pytest.TempPathFactory, real_embedder: object) -> IndexedVault:
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.api import Workspace
+    from mdsearch_ls.engine.workspace import Workspace
 
     base = tmp_path_factory.mktemp("indexed")
     vault = copy_vault(base / "vault")
     cache = base / "cache"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MDSEARCH_CACHE_DIR", str(cache))
-        with Workspace.open(vault, Settings(), "write", embedder=real_embedder) as ws:  # type: ignore[arg-type]
+        with Workspace.open(vault, Settings(), embedder=real_embedder) as ws:  # type: ignore[arg-type]
             report = ws.index()
     assert report.files_total == 20
     return IndexedVault(vault, cache)

@@ -155,7 +155,7 @@ def test_an_index_a_server_holds_says_so_and_that_searches_work(
 
     vault = copy_vault(tmp_path / "vault")
     index = tmp_path / "index"
-    holder = Workspace.open(vault, Settings(), "write", embedder=fake_embedder,  # type: ignore[arg-type]
+    holder = Workspace.open(vault, Settings(), embedder=fake_embedder,  # type: ignore[arg-type]
                             index_dir=index, role="server")
     try:
         assert (index / "writer.lock").read_text() == f"{os.getpid()} server"

@@ -381,7 +381,7 @@ def test_json_says_when_the_index_is_still_being_built(
     tmp_path: Path, real_embedder: object
 ) -> None:
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.api import Workspace
+    from mdsearch_ls.engine.workspace import Workspace
 
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -391,7 +391,7 @@ def test_json_says_when_the_index_is_still_being_built(
     cache = tmp_path / "cache"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MDSEARCH_CACHE_DIR", str(cache))
-        with Workspace.open(notes, Settings(), "write", embedder=real_embedder) as writer:  # type: ignore[arg-type]
+        with Workspace.open(notes, Settings(), embedder=real_embedder) as writer:  # type: ignore[arg-type]
             writer.index()
             writer._record_state("building", 1, 3)  # as another process mid-way would
             res = run_cli("search", "orchards", "--mode", "keyword", "--json", cache=cache,

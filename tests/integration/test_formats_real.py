@@ -41,7 +41,7 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_each_format_is_found_by_a_paraphrase(vault: Path, tmp_path: Path,
                                               real_embedder: object) -> None:
     settings = Settings(include_formats=DOCUMENT_FORMATS)
-    with Workspace.open(vault, settings, "write", embedder=real_embedder,
+    with Workspace.open(vault, settings, embedder=real_embedder,
                         index_dir=tmp_path / "idx") as ws:
         report = ws.index()
         assert report.files_skipped == 9  # the malformed set, each named in a warning

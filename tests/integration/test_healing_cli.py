@@ -62,7 +62,7 @@ def cli_index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Ind
 
 
 def _after(vault: Path, index: Path) -> IndexSnapshot:
-    with Workspace.open(vault, Settings(), "write", embedder=FakeEmbedder(),
+    with Workspace.open(vault, Settings(), embedder=FakeEmbedder(),
                         index_dir=index) as ws:
         assert ws.healed is None and ws.repaired == 0
         return snapshot(ws)

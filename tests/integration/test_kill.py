@@ -107,7 +107,7 @@ def test_kill_9_during_a_first_index(tmp_path: Path) -> None:
     out, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err[-3000:]
     embedded = int(re.search(r"(\d+) embedded", out).group(1))  # type: ignore[union-attr]
-    with Workspace.open(vault, Settings(), "write", embedder=FakeEmbedder(),
+    with Workspace.open(vault, Settings(), embedder=FakeEmbedder(),
                         index_dir=index) as ws:
         assert ws.healed is None and ws.repaired == 0  # the CLI left it sound
         distinct = ws.manifest._conn().execute(

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.api import SearchRequest, Workspace
+from mdsearch_ls.engine.api import SearchRequest
+from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import write_note
 from tests.integration.conftest import run_cli
 
@@ -58,7 +59,7 @@ def test_a_german_question_finds_the_english_note(
 ) -> None:
     vault = make_vault(tmp_path / "notes")
     settings = Settings(model="multilingual")
-    with Workspace.open(vault, settings, "write", embedder=multilingual_embedder,  # type: ignore[arg-type]
+    with Workspace.open(vault, settings, embedder=multilingual_embedder,  # type: ignore[arg-type]
                         index_dir=tmp_path / "index") as ws:
         ws.index()
         for mode in ("semantic", "hybrid"):
@@ -76,12 +77,12 @@ def test_switching_models_rebuilds_in_a_space_of_its_own_and_back_costs_nothing(
     vault = make_vault(tmp_path / "notes")
     index = tmp_path / "index"
     english, multi = Settings(), Settings(model="multilingual")
-    with Workspace.open(vault, english, "write", embedder=real_embedder,  # type: ignore[arg-type]
+    with Workspace.open(vault, english, embedder=real_embedder,  # type: ignore[arg-type]
                         index_dir=index) as ws:
         assert ws.switched is None  # a first index switches from nothing
         assert ws.index().files_indexed == len(NOTES)
         minilm_manifest = ws.index_dir / f"{ws.space}.sqlite3"
-    with Workspace.open(vault, multi, "write", embedder=multilingual_embedder,  # type: ignore[arg-type]
+    with Workspace.open(vault, multi, embedder=multilingual_embedder,  # type: ignore[arg-type]
                         index_dir=index) as ws:
         assert ws.switched is not None
         assert "all-MiniLM-L6-v2" in ws.switched and "use-multilingual-v3" in ws.switched
@@ -94,7 +95,7 @@ def test_switching_models_rebuilds_in_a_space_of_its_own_and_back_costs_nothing(
     # Each space holds its own model's vectors only: 384 numbers for MiniLM, 512 for USE.
     assert vector_dims(minilm_manifest) == {384}
     assert vector_dims(multi_manifest) == {512}
-    with Workspace.open(vault, english, "write", embedder=real_embedder,  # type: ignore[arg-type]
+    with Workspace.open(vault, english, embedder=real_embedder,  # type: ignore[arg-type]
                         index_dir=index) as ws:
         assert ws.switched is None  # its space was kept: nothing to say, nothing to embed
         assert ws.index().files_indexed == 0
@@ -120,7 +121,7 @@ def test_cli_switches_model_says_so_and_searches_offline(
     cache = tmp_path / "cache"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MDSEARCH_CACHE_DIR", str(cache))
-        with Workspace.open(vault, Settings(), "write", embedder=real_embedder) as ws:  # type: ignore[arg-type]
+        with Workspace.open(vault, Settings(), embedder=real_embedder) as ws:  # type: ignore[arg-type]
             ws.index()
     # A read-only search with a model the folder was not indexed with says which it has.
     res = run_cli("search", GERMAN, "--model", "multilingual", "--no-update", "--root",

@@ -51,7 +51,7 @@ def test_odd_notes_with_the_real_model(tmp_path: Path, real_embedder) -> None:
     vault = make_odd_vault(tmp_path / "vault")
     assert (vault / "changelog.md").stat().st_size > 400_000
     settings = Settings(max_chunks_per_file=40)
-    with Workspace.open(vault, settings, "write", embedder=real_embedder,
+    with Workspace.open(vault, settings, embedder=real_embedder,
                         index_dir=tmp_path / "idx") as ws:
         report = ws.index()
         assert set(ws.manifest.files()) == {"garden.md", "bikes.md", "windows/Kündigung.md",

@@ -267,7 +267,7 @@ def test_a_servers_search_after_its_own_save_ranks_as_a_fresh_search(tmp_path, r
     shutil.copytree(EXAMPLE_VAULT, root)
     queries = ["how do we rotate the backup keys", "revenue tracking by quarter",
                "what happens when a laptop is stolen", "escalation of a crisis to the board"]
-    server = Workspace.open(root, Settings(), "write", embedder=real_embedder, role="server",
+    server = Workspace.open(root, Settings(), embedder=real_embedder, role="server",
                             index_dir=tmp_path / "index")
     try:
         server.index()

@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 from mcp_harness import EXAMPLE_VAULT, PYTHON, McpClient, start, wait_until
-
 from mdsearch_ls.engine.index.notewatch import local_tree
 
 pytestmark = pytest.mark.slow
@@ -52,7 +51,7 @@ def cli(vault: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str
 
 
 def socket_file(cache: Path) -> Path:
-    from mdsearch_ls.engine.api import resident_socket_path
+    
 
     indexes = list((cache / "indexes").iterdir())
     assert len(indexes) == 1, indexes

@@ -51,7 +51,7 @@ def test_highlights_mark_the_bigrams_inside_a_run() -> None:
 
 
 def _workspace(root: Path, embedder: FakeEmbedder, index: Path) -> Workspace:
-    return Workspace.open(root, Settings(), "write", embedder=embedder, index_dir=index)
+    return Workspace.open(root, Settings(), embedder=embedder, index_dir=index)
 
 
 def test_two_character_words_inside_a_run_are_found(tmp_path: Path) -> None:
@@ -81,10 +81,7 @@ def test_an_older_keyword_index_is_converted_without_reembedding(tmp_path: Path)
         conn.execute("DELETE FROM meta WHERE key = 'keywords'")
     conn.close()
     embedder = FakeEmbedder()
-    with Workspace.open(vault, Settings(), "read", embedder=embedder, index_dir=index) as ro:
-        assert ro.pending_changes() == 1  # a reader knows a write open has work to do
     with _workspace(vault, embedder, index) as ws:
         report = ws.index()
         assert report.files_indexed == 0 and embedder.document_calls == 0
         assert [h.path for h in ws.hits("密钥", 3, mode="keyword")] == ["安全.md"]
-        assert ws.pending_changes() == 0

@@ -119,7 +119,7 @@ def odd_vault(tmp_path: Path) -> Path:
 
 def test_a_scan_reports_each_skipped_file_once_per_change(odd_vault: Path, tmp_path: Path) -> None:
     settings = Settings(max_file_bytes=2000)
-    with Workspace.open(odd_vault, settings, "write", embedder=FakeEmbedder(),
+    with Workspace.open(odd_vault, settings, embedder=FakeEmbedder(),
                         index_dir=tmp_path / "idx") as ws:
         first = ws.index()
         assert set(ws.manifest.files()) == {"plain.md", "windows.md"}
@@ -152,7 +152,7 @@ def test_a_scan_reports_each_skipped_file_once_per_change(odd_vault: Path, tmp_p
 
 
 def test_a_save_of_a_skipped_file_warns_once_per_change(odd_vault: Path, tmp_path: Path) -> None:
-    with Workspace.open(odd_vault, Settings(max_file_bytes=2000), "write",
+    with Workspace.open(odd_vault, Settings(max_file_bytes=2000),
                         embedder=FakeEmbedder(), index_dir=tmp_path / "idx") as ws:
         ws.index()
         # An editor's save of an unchanged file (the server's update path) stays quiet...

@@ -108,11 +108,11 @@ class EngineMachine(RuleBasedStateMachine):
         self.dirty = False  # the notes changed without the index being told
         self.abandoned: list[Workspace] = []
         self.ws = self._open()
-        self.clean = Workspace.open(self.root, Settings(), "write", embedder=FakeEmbedder(),
+        self.clean = Workspace.open(self.root, Settings(), embedder=FakeEmbedder(),
                                     index_dir=self.base / "clean")
 
     def _open(self) -> Workspace:
-        return Workspace.open(self.root, Settings(), "write", embedder=FakeEmbedder(),
+        return Workspace.open(self.root, Settings(), embedder=FakeEmbedder(),
                               index_dir=self.base / "index")
 
     def _write(self, path: str, raw: bytes) -> None:

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.errors import IndexOpenError, NotIndexedError
+from mdsearch_ls.engine.errors import IndexOpenError
 from mdsearch_ls.engine.index.layout import DAMAGED_PREFIX, KEEP_DAMAGED, space_name
-from mdsearch_ls.engine.service.folder import IndexedFolder
+from mdsearch_ls.engine.service.folders import Folders
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import REPO, FakeEmbedder, write_note
 from tests.index_state import IndexSnapshot, assert_consistent, clean_build, snapshot
@@ -166,7 +166,7 @@ def test_write_open_heals_and_the_index_equals_a_clean_build(built, index_copy, 
     vault, _, clean = built
     damage(index_copy)
     embedder = FakeEmbedder()
-    with Workspace.open(vault, Settings(), "write", embedder=embedder,
+    with Workspace.open(vault, Settings(), embedder=embedder,
                         index_dir=index_copy) as ws:
         if part is None:
             assert ws.healed is None and ws.repaired  # restored in place, nothing set aside
@@ -191,51 +191,10 @@ def test_write_open_heals_and_the_index_equals_a_clean_build(built, index_copy, 
     else:
         assert len(moved) == 1 and any(moved[0].iterdir())
     # Healed for good: the next open finds nothing to heal or repair.
-    with Workspace.open(vault, Settings(), "write", embedder=FakeEmbedder(),
+    with Workspace.open(vault, Settings(), embedder=FakeEmbedder(),
                         index_dir=index_copy) as ws:
         assert ws.healed is None and ws.repaired == 0
         assert ws.index().files_indexed == 0
-
-
-@pytest.mark.parametrize("damage", [d for d in MANIFEST_DAMAGES
-                                    if d is not garbage_inside_manifest],
-                         ids=lambda d: d.__name__)
-def test_read_open_refuses_a_damaged_manifest_and_changes_nothing(built, index_copy, damage):
-    vault, _, _ = built
-    damage(index_copy)
-    before = {p: p.read_bytes() for p in index_copy.rglob("*") if p.is_file()}
-    with pytest.raises(IndexOpenError, match="damaged") as err:
-        Workspace.open(vault, Settings(), "read", embedder=FakeEmbedder(), index_dir=index_copy)
-    assert "mdsearch index" in str(err.value)  # it says who heals it
-    after = {p: p.read_bytes() for p in index_copy.rglob("*") if p.is_file()}
-    assert after == before
-
-
-def test_a_read_open_meets_damage_inside_a_page_when_a_query_reads_it(built, index_copy):
-    """A read open reads no page it does not need (checking every one cost a search 0.44 s at
-    96k chunks): damage in the middle of the file is met by the query that reads it, which says
-    who heals it, and a read changes nothing in the index but dropping the writer's seal (so
-    the next writer's open checks every page, even were the file's size and time unchanged)."""
-    vault, _, _ = built
-    garbage_inside_manifest(index_copy)
-    for head in index_copy.glob("*.vectors.json"):  # vectors read from the manifest too
-        head.unlink()
-    _seal(index_copy).write_text("{}")  # (any seal, as a clean close would have left one)
-    before = {p: p.read_bytes() for p in index_copy.rglob("*")
-              if p.is_file() and p != _seal(index_copy)}
-    with pytest.raises(IndexOpenError, match="damaged") as err:
-        ws = Workspace.open(vault, Settings(), "read", embedder=FakeEmbedder(),
-                            index_dir=index_copy)
-        try:
-            ws.pending_changes()
-            for word in TOPICS:
-                ws.hits(f"{word} section", 5, mode="keyword")
-                ws.hits(f"{word} section", 5, mode="semantic")
-        finally:
-            ws.close()
-    assert "mdsearch index" in str(err.value)
-    assert {p: p.read_bytes() for p in index_copy.rglob("*") if p.is_file()} == before
-    assert not _seal(index_copy).exists()
 
 
 def _seal(idx: Path) -> Path:
@@ -262,42 +221,17 @@ def test_a_clean_close_spares_the_next_writer_its_check_of_every_page(built, ind
     for head in index_copy.glob("*.vectors.json"):  # vectors read from the manifest too
         head.unlink()
     assert _seal(index_copy).exists()
-    with pytest.raises(IndexOpenError, match="damaged"), Workspace.open(
-            vault, Settings(), "read", embedder=FakeEmbedder(), index_dir=index_copy) as ro:
-        ro.pending_changes()
+    with pytest.raises(IndexOpenError, match="damaged") as err, Workspace.open(
+            vault, Settings(), embedder=FakeEmbedder(), index_dir=index_copy) as held:
+        assert held.manifest.checked == "header"  # the seal trusted: the page not read yet
         for word in TOPICS:
-            ro.hits(f"{word} section", 5, mode="keyword")
-            ro.hits(f"{word} section", 5, mode="semantic")
-    assert not _seal(index_copy).exists()  # so a no-op `index` is not answered read-only either
-    with Workspace.open(vault, Settings(), "read", embedder=FakeEmbedder(),
-                        index_dir=index_copy) as ro:
-        assert not ro.manifest.sealed()
+            held.hits(f"{word} section", 5, mode="keyword")
+            held.hits(f"{word} section", 5, mode="semantic")
+    assert "mdsearch index" in str(err.value)  # it says what heals it
+    assert not _seal(index_copy).exists()  # the query that met it dropped the seal
     with Workspace(vault, Settings(), FakeEmbedder(), index_dir=index_copy) as ws:
         assert ws.manifest.checked == "every page" and ws.healed
         assert ws.index().files_total > 0
-
-
-def test_read_open_of_an_empty_manifest_is_not_indexed(built, index_copy):
-    vault, _, _ = built
-    truncate_manifest_to_zero(index_copy)
-    with pytest.raises(NotIndexedError):
-        Workspace.open(vault, Settings(), "read", embedder=FakeEmbedder(), index_dir=index_copy)
-    assert _manifest(index_copy).stat().st_size == 0
-
-
-def test_read_only_search_meeting_damage_says_so(built, index_copy):
-    """Damage that only a query touches (the open's check passed before it happened)."""
-    vault, _, _ = built
-    ws = Workspace.open(vault, Settings(), "read", embedder=FakeEmbedder(),
-                        index_dir=index_copy)
-    try:
-        garbage_inside_manifest(index_copy)
-        truncate_manifest_to_half(index_copy)
-        with pytest.raises(IndexOpenError, match="damaged"):
-            for word in TOPICS:  # some query reaches a page that is gone
-                ws.hits(f"{word} section", 5, mode="keyword")
-    finally:
-        ws.close()
 
 
 def test_a_repair_keeps_the_last_few_damaged_folders(built, index_copy):
@@ -308,7 +242,7 @@ def test_a_repair_keeps_the_last_few_damaged_folders(built, index_copy):
     damages = (garbage_manifest_header, garbage_chroma_sqlite) * 2
     for damage in damages:
         damage(index_copy)
-        with Workspace.open(vault, Settings(), "write", embedder=FakeEmbedder(),
+        with Workspace.open(vault, Settings(), embedder=FakeEmbedder(),
                             index_dir=index_copy) as ws:
             assert ws.healed
             ws.index()
@@ -326,7 +260,7 @@ def test_both_stores_damaged_at_once(built, index_copy):
     garbage_manifest_header(index_copy)
     delete_hnsw_files(index_copy)
     garbage_chroma_sqlite(index_copy)
-    with Workspace.open(vault, Settings(), "write", embedder=FakeEmbedder(),
+    with Workspace.open(vault, Settings(), embedder=FakeEmbedder(),
                         index_dir=index_copy) as ws:
         assert "manifest" in ws.healed and "vector store" in ws.healed
         ws.index()
@@ -337,13 +271,15 @@ def test_a_server_folder_shows_the_heal_message_once(built, index_copy):
     vault, _, _ = built
     garbage_manifest_header(index_copy)
     messages: list[tuple[str, str]] = []
-    folder = IndexedFolder(vault, Settings(index_dir=str(index_copy)), FakeEmbedder(),
-                           on_message=lambda text, level: messages.append((text, level)))
+    folders = Folders(Settings(), embedder=FakeEmbedder(), watch=False,
+                      on_message=lambda text, level: messages.append((text, level)))
     try:
+        folder = folders.add(vault, Settings(index_dir=str(index_copy)))
+        assert folder is not None
         report = folder.start_index().result(timeout=120)
         assert report is not None and report.files_indexed == 24
     finally:
-        folder.close()
+        folders.close(timeout=30)
     healed = [m for m in messages if "damaged" in m[0]]
     assert len(healed) == 1 and healed[0][1] == "warning"
     assert "rebuilt from the notes" in healed[0][0]
@@ -353,7 +289,7 @@ def test_rebuild_needs_nothing_of_the_old_index(built, index_copy):
     vault, _, clean = built
     garbage_manifest_header(index_copy)
     garbage_chroma_sqlite(index_copy)
-    with Workspace.open(vault, Settings(), "write", embedder=FakeEmbedder(),
+    with Workspace.open(vault, Settings(), embedder=FakeEmbedder(),
                         index_dir=index_copy) as ws:
         ws.index(rebuild=True)
         assert snapshot(ws) == clean
@@ -363,16 +299,16 @@ def test_a_damaged_index_of_another_space_is_left_to_its_own_open(built, index_c
     """Damage to the other settings' manifest does not stop this one from opening."""
     vault, _, _ = built
     other = Settings(chunk_size=300, chunk_overlap=20)
-    with Workspace.open(vault, other, "write", embedder=FakeEmbedder(),
+    with Workspace.open(vault, other, embedder=FakeEmbedder(),
                         index_dir=index_copy) as ws:
         ws.index()
         other_manifest = ws.manifest.path
     with open(other_manifest, "r+b") as f:
         f.write(b"garbage" * 20)
-    with Workspace.open(vault, Settings(), "write", embedder=FakeEmbedder(),
+    with Workspace.open(vault, Settings(), embedder=FakeEmbedder(),
                         index_dir=index_copy) as ws:
         assert ws.healed is None
-    with Workspace.open(vault, other, "write", embedder=FakeEmbedder(),
+    with Workspace.open(vault, other, embedder=FakeEmbedder(),
                         index_dir=index_copy) as ws:
         assert ws.healed and "manifest" in ws.healed
 
@@ -386,11 +322,11 @@ def test_damage_that_cannot_be_set_aside_is_a_clear_error(built, index_copy, mon
 
     monkeypatch.setattr(os, "replace", refuse)
     with pytest.raises(IndexOpenError, match="could not be set aside") as err:
-        Workspace.open(vault, Settings(), "write", embedder=FakeEmbedder(), index_dir=index_copy)
+        Workspace.open(vault, Settings(), embedder=FakeEmbedder(), index_dir=index_copy)
     assert "delete that folder" in str(err.value)
     monkeypatch.undo()
     # The refused open left the lock free: the next one heals.
-    with Workspace.open(vault, Settings(), "write", embedder=FakeEmbedder(),
+    with Workspace.open(vault, Settings(), embedder=FakeEmbedder(),
                         index_dir=index_copy) as ws:
         assert ws.healed
 
@@ -401,7 +337,7 @@ KILL_AFTER_INDEX = textwrap.dedent("""
     from mdsearch_ls.config import Settings
     from mdsearch_ls.engine.workspace import Workspace
     from tests.conftest import FakeEmbedder
-    ws = Workspace.open({vault!r}, Settings(), "write", embedder=FakeEmbedder(),
+    ws = Workspace.open({vault!r}, Settings(), embedder=FakeEmbedder(),
                         index_dir={index!r})
     ws.index()
     os.kill(os.getpid(), 9)  # Chroma's graph files lag its log now
@@ -416,7 +352,7 @@ def test_chroma_graph_lagging_its_log_after_a_kill(built, tmp_path):
                           timeout=300, cwd=REPO)
     assert proc.returncode == -9, proc.stderr[-2000:]
     embedder = FakeEmbedder()
-    with Workspace.open(vault, Settings(), "write", embedder=embedder, index_dir=index) as ws:
+    with Workspace.open(vault, Settings(), embedder=embedder, index_dir=index) as ws:
         assert ws.healed is None
         assert ws.index().files_indexed == 0
         assert embedder.documents_embedded == 0

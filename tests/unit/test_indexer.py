@@ -312,7 +312,7 @@ def test_second_workspace_on_same_index_is_refused_fast(vault, tmp_path, fake_em
     first = Workspace(vault, Settings(), fake_embedder, index_dir=idx)
     try:
         t0 = time.perf_counter()
-        with pytest.raises(IndexLockedError, match="in use"):
+        with pytest.raises(IndexLockedError, match="another mdsearch process holds"):
             Workspace(vault, Settings(), fake_embedder, index_dir=idx)
         assert time.perf_counter() - t0 < 2.0
         # The refused open did not break the first one.

@@ -11,6 +11,7 @@ import pytest
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.service.folder import IndexedFolder
+from mdsearch_ls.engine.service.folders import Folders
 from mdsearch_ls.engine.states import (
     FOLDER_STATUS_FIELDS,
     INDEX_PROGRESS_FIELDS,
@@ -40,7 +41,8 @@ def test_the_typescript_status_words_are_generated_from_the_enums() -> None:
 def test_a_folders_status_record_has_exactly_the_declared_fields(tmp_path: Path) -> None:
     root = tmp_path / "vault"
     write_note(root, "a.md", "# A\n\nalpha\n")
-    folder = IndexedFolder(root, Settings(), FakeEmbedder())  # type: ignore[arg-type]
+    folders = Folders(Settings(), embedder=FakeEmbedder(), watch=False)
+    folder = folders.add(root, Settings())
     try:
         record = folder.status()
         assert list(record) == list(FOLDER_STATUS_FIELDS)
@@ -50,8 +52,17 @@ def test_a_folders_status_record_has_exactly_the_declared_fields(tmp_path: Path)
         record = folder.status()
         assert list(record) == list(FOLDER_STATUS_FIELDS)
         assert (record["state"], record["files"]) == (FolderState.READY, 1)
+        others = Folders(Settings(), embedder=FakeEmbedder(), watch=False)
+        try:  # the same record, asked of the holder by another process
+            asked = others.add(root, Settings())
+            asked.open_now()
+            record = asked.status()
+            assert list(record) == list(FOLDER_STATUS_FIELDS)
+            assert record["read_only"] and record["held_by"]["role"] == "server"
+        finally:
+            others.close()
     finally:
-        folder.close()
+        folders.close()
 
 
 def test_the_process_shows_its_least_finished_state() -> None:
@@ -72,23 +83,16 @@ def test_the_process_shows_its_least_finished_state() -> None:
 
 def test_a_first_index_about_to_start_says_building_not_empty(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Between the index's open and the start of its first run (the search socket starts there)
-    while the model still loads, a search must hear "building", never "empty": an MCP client
-    was told nothing was indexed (caught by a clean-clone CI run)."""
-    from mdsearch_ls.engine.service import folder as folder_module
-
+    """Between the index's open and the start of its first run, while the model still loads,
+    a search must hear "building", never "empty": an MCP client was told nothing was indexed
+    (caught by a clean-clone CI run)."""
     root = tmp_path / "vault"
     write_note(root, "a.md", "# A\n\nalpha\n")
-    entered, release = threading.Event(), threading.Event()
-
-    def held(cls: type, folder: IndexedFolder) -> None:
-        entered.set()
-        release.wait(30)
-
-    monkeypatch.setattr(folder_module.ResidentSearch, "open_for", classmethod(held))
+    entered, release = _pause_before_the_first_look(monkeypatch)
     embedder = FakeEmbedder()
     embedder.loaded = False  # type: ignore[misc]  (as a real model still loading)
-    folder = IndexedFolder(root, Settings(), embedder)  # type: ignore[arg-type]
+    folders = Folders(Settings(), embedder=embedder, watch=False)
+    folder = folders.add(root, Settings())
     try:
         run = folder.start_index()
         assert entered.wait(30)
@@ -98,7 +102,22 @@ def test_a_first_index_about_to_start_says_building_not_empty(
         assert folder.index_state().state == IndexPhase.READY
     finally:
         release.set()
-        folder.close()
+        folders.close()
+
+
+def _pause_before_the_first_look(monkeypatch: pytest.MonkeyPatch
+                                 ) -> tuple[threading.Event, threading.Event]:
+    """Hold a folder between the index's open and its first look at the notes."""
+    entered, release = threading.Event(), threading.Event()
+    real = IndexedFolder._first_look
+
+    def first_look(self: IndexedFolder, **kwargs: object) -> object:
+        entered.set()
+        release.wait(30)
+        return real(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(IndexedFolder, "_first_look", first_look)
+    return entered, release
 
 
 def test_a_first_look_over_a_whole_index_says_ready(
@@ -106,24 +125,17 @@ def test_a_first_look_over_a_whole_index_says_ready(
     """A server started on a folder indexed before: while it looks for changes, its searches
     (and any other process's) answer from an index that is whole, and must not say "still
     being built (0 of 0 notes)", as they did."""
-    from mdsearch_ls.engine.service import folder as folder_module
-
     root = tmp_path / "vault"
     write_note(root, "a.md", "# A\n\nalpha\n")
-    first = IndexedFolder(root, Settings(), FakeEmbedder())  # type: ignore[arg-type]
+    first = Folders(Settings(), embedder=FakeEmbedder(), watch=False)
     try:
-        first.start_index().result(timeout=30)
+        first.add(root, Settings()).start_index().result(timeout=30)
     finally:
         first.close()
     write_note(root, "b.md", "# B\n\nbeta\n")  # something for the look to find
-    entered, release = threading.Event(), threading.Event()
-
-    def held(cls: type, folder: IndexedFolder) -> None:
-        entered.set()
-        release.wait(30)
-
-    monkeypatch.setattr(folder_module.ResidentSearch, "open_for", classmethod(held))
-    folder = IndexedFolder(root, Settings(), FakeEmbedder())  # type: ignore[arg-type]
+    entered, release = _pause_before_the_first_look(monkeypatch)
+    folders = Folders(Settings(), embedder=FakeEmbedder(), watch=False)
+    folder = folders.add(root, Settings())
     try:
         run = folder.start_index()
         assert entered.wait(30)
@@ -135,4 +147,4 @@ def test_a_first_look_over_a_whole_index_says_ready(
         assert folder.index_state().files_total == 2
     finally:
         release.set()
-        folder.close()
+        folders.close()

@@ -70,7 +70,7 @@ def small_batches(monkeypatch: pytest.MonkeyPatch) -> int:
 
 
 def open_ws(root: Path, idx: Path, embedder: FakeEmbedder, **settings: object) -> Workspace:
-    return Workspace.open(root, Settings(**settings), "write",  # type: ignore[arg-type]
+    return Workspace.open(root, Settings(**settings),  # type: ignore[arg-type]
                           embedder=embedder, index_dir=idx)
 
 

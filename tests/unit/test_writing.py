@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.api import Workspace
+from mdsearch_ls.engine.workspace import Workspace
 
 VAULT = Path(__file__).resolve().parents[1] / "fixtures" / "writing-vault"
 JOURNAL = "journal/Garden journal.md"
@@ -30,7 +30,7 @@ def vault(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ws(vault: Path, tmp_path: Path, fake_embedder):
-    with Workspace.open(vault, Settings(), "write", embedder=fake_embedder,
+    with Workspace.open(vault, Settings(), embedder=fake_embedder,
                         index_dir=tmp_path / "index") as opened:
         opened.index()
         yield opened
@@ -52,7 +52,7 @@ def test_an_index_from_before_links_gets_them_without_embedding_again(
     vault: Path, tmp_path: Path, fake_embedder
 ) -> None:
     index = tmp_path / "index"
-    with Workspace.open(vault, Settings(), "write", embedder=fake_embedder,
+    with Workspace.open(vault, Settings(), embedder=fake_embedder,
                         index_dir=index) as ws:
         ws.index()
         manifest = next(index.glob("*.sqlite3"))
@@ -62,11 +62,8 @@ def test_an_index_from_before_links_gets_them_without_embedding_again(
         conn.execute("DROP TABLE links")
         conn.execute("DELETE FROM meta WHERE key = 'links'")
     conn.close()
-    with Workspace.open(vault, Settings(), "read", embedder=fake_embedder,
-                        index_dir=index) as reader:
-        assert reader.writing.view().graph.outgoing == {}  # read-only: no table, no error
     fake_embedder.reset_counts()
-    with Workspace.open(vault, Settings(), "write", embedder=fake_embedder,
+    with Workspace.open(vault, Settings(), embedder=fake_embedder,
                         index_dir=index) as ws:
         report = ws.index()
         assert report.files_indexed == 11 and report.chunks_embedded == 0

@@ -277,22 +277,22 @@ class IndexedFolder:
         self._timer.daemon = True
         self._timer.start()
 
-    def _asked(self, call: Callable[[RemoteIndex], Any]) -> Any:
-        """``call`` on the holder; when it is gone, look again (and hold the index here if
-        nobody does now), then ask once more whoever that is."""
-        remote = self.remote
-        if remote is not None:
+    def _either(self, remote: Callable[[RemoteIndex], Any], here: Callable[[], Any]) -> Any:
+        """``remote`` asked of the holder, or ``here`` when this process holds the index. A
+        holder that is gone is looked for again first (the index may be held here now)."""
+        holder = self.remote
+        if holder is not None:
             try:
-                return call(remote)
+                return remote(holder)
             except ChannelError as exc:
                 log.info("%s: %s: looking again for who holds the index", self.name, exc)
-                if self.remote is remote and threading.get_ident() == self._writer:
+                if self.remote is holder and threading.get_ident() == self._writer:
                     self._take_over()
-                elif self.remote is remote:
+                elif self.remote is holder:
                     self.submit(self._take_over).result(timeout=LOCKED_WAIT_S + 60)
-        if self.remote is not None:
-            return call(self.remote)
-        return None
+            if self.remote is not None:
+                return remote(self.remote)
+        return here()
 
     # ---- jobs a front end asks for --------------------------------------------------------
 
@@ -307,11 +307,11 @@ class IndexedFolder:
 
         def job() -> IndexReport | None:
             self._open()
-            if self.remote is not None:
-                if not rebuild:
-                    return None
-                return self._asked(lambda r: r.index(rebuild=True, progress=progress))
-            return self._first_look(rebuild=rebuild, progress=progress, cancel=cancel)
+            if self.remote is not None and not rebuild:
+                return None
+            return self._either(lambda r: r.index(rebuild=True, progress=progress),
+                                lambda: self._first_look(rebuild=rebuild, progress=progress,
+                                                         cancel=cancel))
 
         return self.submit(job)
 
@@ -349,13 +349,11 @@ class IndexedFolder:
                   cancel: CancelFn | None = None) -> IndexReport:
         """Bring the index up to date (or rebuild it) and wait: here when held, else by the
         holder, whose progress comes back through ``progress``."""
-        fut = self.submit(self._open)
-        fut.result()
-        if self.remote is not None:
-            return self._asked(lambda r: r.index(rebuild=rebuild, given=self.given,
-                                                  progress=progress))
-        return self.submit(lambda: self._first_look(rebuild=rebuild, progress=progress,
-                                                    cancel=cancel)).result()
+        self.submit(self._open).result()
+        return self._either(
+            lambda r: r.index(rebuild=rebuild, given=self.given, progress=progress),
+            lambda: self.submit(lambda: self._first_look(rebuild=rebuild, progress=progress,
+                                                         cancel=cancel)).result())
 
     def open_now(self) -> None:
         """Hold the index or find its holder, and wait for that (not for a look at the notes)."""
@@ -427,9 +425,14 @@ class IndexedFolder:
         return self._looked.wait(timeout)
 
     def index_state(self) -> IndexState:
-        if self.remote is not None:
-            index = self._asked(lambda r: r.status())["index"]
-            return IndexState(index["state"], index["files_done"], index["files_total"])
+        return self._either(self._remote_index_state, self._index_state_here)
+
+    @staticmethod
+    def _remote_index_state(remote: RemoteIndex) -> IndexState:
+        index = remote.status()["index"]
+        return IndexState(index["state"], index["files_done"], index["files_total"])
+
+    def _index_state_here(self) -> IndexState:
         if self.ws is None:
             phase = IndexPhase.BUILDING if self.state != FolderState.ERROR else IndexPhase.EMPTY
             return IndexState(phase, self.progress.done, self.progress.total)
@@ -440,16 +443,17 @@ class IndexedFolder:
         return state
 
     def search(self, request: SearchRequest) -> SearchResult:
-        if self.remote is not None:
-            return self._asked(lambda r: r.search(request, self.given))
+        return self._either(lambda r: r.search(request, self.given),
+                            lambda: self._search_here(request))
+
+    def _search_here(self, request: SearchRequest) -> SearchResult:
         if (ws := self.ws) is None:
             return SearchResult([], request.notes, self.index_state())
         return dataclasses.replace(ws.search(request), index=self.index_state())
 
     def related(self, request: RelatedRequest) -> Related:
-        if self.remote is not None:
-            return self._asked(lambda r: r.related(request))
-        return ws.related(request) if (ws := self.ws) is not None else Related(None, [])
+        return self._either(lambda r: r.related(request), lambda: ws.related(request)
+                            if (ws := self.ws) is not None else Related(None, []))
 
     @property
     def writing(self) -> Any:
@@ -465,9 +469,8 @@ class IndexedFolder:
         return sources.relpath(self.root, p if p.is_absolute() else self.root / p)
 
     def is_indexed(self, rel: str) -> bool:
-        if self.remote is not None:
-            return bool(self._asked(lambda r: r.notes([rel])))
-        return (ws := self.ws) is not None and ws.is_indexed(rel)
+        return self._either(lambda r: bool(r.notes([rel])),
+                            lambda: (ws := self.ws) is not None and ws.is_indexed(rel))
 
     def wait_open(self, timeout: float | None = None) -> bool:
         """Wait until the first open of the index was tried (True) or ``timeout`` passed: a
@@ -477,9 +480,8 @@ class IndexedFolder:
 
     def notes(self) -> list[str]:
         """Root-relative paths of the notes in the index (empty before it is open)."""
-        if self.remote is not None:
-            return self._asked(lambda r: r.notes())
-        return ws.notes() if (ws := self.ws) is not None else []
+        return self._either(lambda r: r.notes(),
+                            lambda: ws.notes() if (ws := self.ws) is not None else [])
 
     def _rules(self) -> sources.SourceFilter:
         if (ws := self.ws) is not None:
@@ -511,11 +513,14 @@ class IndexedFolder:
     def status(self) -> dict[str, Any]:
         """The folder's status record; a folder another process holds reports that process's
         record of it, with who holds it."""
-        if self.remote is not None:
-            try:
-                return {**self._asked(lambda r: r.status()), "name": self.name}
-            except (ChannelError, RequestError) as exc:
-                self.last_error = str(exc)
+        try:
+            return self._either(lambda r: {**r.status(), "name": self.name, "read_only": True},
+                                self._status_here)
+        except (ChannelError, RequestError) as exc:
+            self.last_error = str(exc)
+            return self._status_here()
+
+    def _status_here(self) -> dict[str, Any]:
         info = ws.status() if (ws := self.ws) is not None else {}
         held = self.ws is not None
         return {
@@ -523,7 +528,7 @@ class IndexedFolder:
             "files": info.get("files", 0), "chunks": info.get("chunks", 0),
             "model": self.embedder.name, "index_dir": info.get("index_dir"),
             "queue": self.queue_length, "state": self.state, "last_error": self.last_error,
-            "last_update": info.get("last_update"),
+            "last_update": info.get("last_update"), "read_only": False,
             "held_by": {"pid": os.getpid(), "role": self.hooks.role} if held else None,
             "index": self.index_state().to_json(),
         }

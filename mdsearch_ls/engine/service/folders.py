@@ -381,9 +381,6 @@ class Folders:
         etas: list[float] = []
         for folder in self._folders.values():
             st = folder.index_state()
-            if folder.other_builds:
-                phases.append(IndexPhase.BUILDING)
-                continue
             if folder.state == FolderState.ERROR:
                 phases.append(IndexPhase.ERROR)
                 continue

@@ -12,7 +12,6 @@ who holds the index (maybe no one now: then it holds it itself).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import typing
 from collections.abc import Callable
@@ -137,7 +136,7 @@ def find_holder(root: Path, index_dir: Path) -> Found | None:
     """The process that holds the index in ``index_dir`` and answers for ``root``, or None
     (no record, a record of a process that is gone, or one that holds the folder no more)."""
     endpoint = Endpoint.load(holder_record(index_dir))
-    if endpoint is None or endpoint.pid == os.getpid():
+    if endpoint is None:
         return None
     index = RemoteIndex(Path(root).resolve(), endpoint)
     try:

@@ -126,9 +126,9 @@ def hold_in_background(root: Path, settings: Settings, say: Callable[[str, str],
             f"--stop` stops it for this folder; {ENV}=off never starts one.", "notice")
     elif new:
         say(f"mdsearch: the background process (pid {index.pid}) keeps this index loaded too, "
-            f"so the next searches of {root} answer faster; it lets a folder go after {IDLE_MINUTES} idle "
-            f"minutes. `mdsearch background --stop` stops it for this folder; {ENV}=off never "
-            f"starts one.", "notice")
+            f"so the next searches of {root} answer faster; it lets a folder go after "
+            f"{IDLE_MINUTES} idle minutes. `mdsearch background --stop` stops it for this "
+            f"folder; {ENV}=off never starts one.", "notice")
     return index
 
 
