@@ -210,7 +210,12 @@ class IndexedFolder:
         self._use(holder.index)
         log.info("%s: the index is held by process %d (%s): asking it", self.name,
                  holder.index.pid, holder.role)
-        if not self.hooks.via_background:
+        if self.hooks.role != "command":
+            self.hooks.on_message(
+                f"mdsearch: another mdsearch process (pid {holder.index.pid}, "
+                f"{'an editor' if holder.role == 'server' else holder.role}) holds the index of "
+                f"{self.name}. This one asks it, and holds the index itself once that process "
+                f"is gone.", "info")
             self._arm_take_over()
         return True
 
@@ -255,6 +260,14 @@ class IndexedFolder:
         if self.ws is not None:
             log.info("%s: the process that held the index is gone: holding it here", self.name)
             self._first_look()
+
+    def _hold_if_free(self) -> None:
+        """Take the index over when its holder no longer answers. Writer thread only."""
+        try:
+            if self.remote is not None:
+                self.remote.hello()
+        except ChannelError:
+            self._take_over()
 
     def _arm_take_over(self) -> None:
         if self.closed or self._timer is not None:
@@ -393,8 +406,10 @@ class IndexedFolder:
                 if not batch:
                     self._drain_scheduled = False
                     return
+            if self.remote is not None and not self.closed:
+                self._hold_if_free()  # a save here: the holder may have gone meanwhile
             if self.ws is None or self.closed:
-                continue
+                continue  # its holder watches the notes and indexes the change itself
             updates = [p for p, op in batch.items() if op == "update"]
             deletes = [p for p, op in batch.items() if op == "delete"]
             if deletes:
