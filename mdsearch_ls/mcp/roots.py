@@ -399,12 +399,11 @@ class Library:
         if self._started.is_set() and not self.start_error:
             for folder in self.folders:
                 st = folder.status()
-                shown = ("name", "state", "index", "files", "chunks", "held_by", "queue",
-                         "last_update", "last_error")
+                shown = ("name", "state", "index", "files", "chunks", "read_only", "held_by",
+                         "queue", "last_update", "last_error")
                 if not self.remote:
                     shown = (*shown, "root", "index_dir")
                 entry = {key: st.get(key) for key in shown}
-                entry["elsewhere"] = not folder.held
                 if self.remote and entry["last_error"]:
                     entry["last_error"] = self.scrub(entry["last_error"])
                 folders.append(entry)

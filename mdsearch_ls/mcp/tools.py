@@ -260,7 +260,7 @@ def index_status(lib: Library) -> Answer:
     ]
     for f in st["folders"]:
         extra = []
-        if f["elsewhere"] and f["held_by"]:
+        if f["read_only"] and f["held_by"]:
             extra.append(f"held by another mdsearch process (pid {f['held_by']['pid']}, "
                          f"{f['held_by']['role']}), which keeps this index up to date")
         if f["queue"]:

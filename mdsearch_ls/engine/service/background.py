@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mdsearch_ls.config import Settings, differs, settings_from_flags
+from mdsearch_ls.config import INDEX_FIELDS, Settings, differs, settings_from_flags
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import IndexLockedError
 from mdsearch_ls.engine.index.layout import ProcessLock, cache_root
@@ -93,20 +93,23 @@ class Background:
             if self.stop.is_set():
                 raise m.HolderError("the background process is stopping")
             folder = self.folders.get(root)
-            if folder is not None and not differs(folder.settings, settings):
-                return False
-            if folder is not None:
+            if folder is not None and differs(folder.settings, settings, INDEX_FIELDS):
                 self.folders.remove(folder)  # held with other settings: anew with these
-            folder = self.folders.add(root, settings)
+                folder = None
+            new = folder is None
             if folder is None:
-                raise m.HolderError(f"{root} is not a folder")
-        started = self.folders.index(folder, cancel=lambda: folder.closed)
+                folder = self.folders.add(root, settings)
+                if folder is None:
+                    raise m.HolderError(f"{root} is not a folder")
+                self.folders.index(folder, cancel=lambda: folder.closed)
         folder.wait_open()
-        if folder.remote is not None or (started.done() and started.exception()):
+        if not folder.held:
             held = folder.remote.pid if folder.remote is not None else None
             self._drop(folder)
             raise m.HolderError(f"process {held} holds {root}" if held else
-                                f"cannot hold {root}: {started.exception()}")
+                                f"cannot hold {root}: {folder.last_error}")
+        if not new:
+            return False
         log.info("%s: held from now on", root)
         self.served = True
         return True

@@ -193,18 +193,25 @@ class IndexedFolder:
             self._opened.set()
 
     def _ask_holder(self) -> bool:
-        """Use the process that holds the index, if one answers; a background process is
-        asked to let go instead when this process wants to hold (True: asking it)."""
+        """Use the process that holds the index, if one answers (True); a background process
+        is asked to let go instead when this is a server a person started, which holds what it
+        serves. A command asks whoever holds it."""
         holder = find_holder(self.root, self.index_dir)
-        if holder is not None and holder.role == "background" and self.hooks.role != "background"\
-                and not self.hooks.via_background:
+        if holder is not None and holder.role == "background" and self.hooks.role == "server":
             log.info("%s: the background mdsearch process gives the index over", self.name)
-            holder.leave()
+            try:
+                holder.leave()
+            except ChannelError:  # it let its last folder go and exited: as good
+                pass
             holder.index.close()
             return False
         if holder is None and self.hooks.via_background and self.hooks.background is not None:
-            self._use(self.hooks.background(self.root, self.settings))
-            return True
+            remote = self.hooks.background(self.root, self.settings)
+            if remote is not None:
+                self._use(remote)
+                return True
+            self.hooks.via_background = False  # it could not be had: hold the index here
+            return False
         if holder is None:
             return False
         self._use(holder.index)

@@ -29,6 +29,10 @@ if TYPE_CHECKING:  # (folders imports this module: the type alone, for annotatio
 
 log = logging.getLogger(__name__)
 
+OPEN_WAIT_S = 60.0
+"""How long a request waits for a folder this process is opening (a large index takes
+seconds) before it says this process does not hold it."""
+
 
 def answer(folders: Folders, message: dict[str, Any], reply: Reply) -> dict[str, Any]:
     """The answer to one message (see the module docstring)."""
@@ -79,8 +83,10 @@ def _dispatch(folders: Folders, request: Any, reply: Reply) -> Any:
 
 def _held(folders: Folders, root: str) -> IndexedFolder:
     folder = folders.get(Path(root))
+    if folder is not None:
+        folder.wait_open(OPEN_WAIT_S)  # (a folder this process is taking, a moment away)
     if folder is None or not folder.held:
-        raise m.HolderError(f"process {os.getpid()} does not hold the index of {root} (any "
+        raise m.NotHeld(f"process {os.getpid()} does not hold the index of {root} (any "
                             f"more): look again for who does")
     folder.last_asked = time.monotonic()
     return folder

@@ -311,6 +311,14 @@ class HolderError(errors.MdsearchError):
     says which); the asker says so and goes on."""
 
 
+class NotHeld(HolderError):
+    """The process asked does not hold that folder (any more): the asker looks again for who
+    does, as when a holder is gone."""
+
+
+ERRORS[NotHeld.__name__] = NotHeld
+
+
 def problem_of(exc: BaseException) -> Problem:
     """An exception as a :class:`Problem`: its type's name when the client knows the type."""
     name = type(exc).__name__

@@ -70,7 +70,10 @@ class RemoteIndex:
                 client.close()
             else:
                 self._idle.append(client)
-        return m.read_answer(message, answer_type)
+        try:
+            return m.read_answer(message, answer_type)
+        except m.NotHeld as exc:  # as good as gone, for this folder
+            raise ChannelError(str(exc)) from None
 
     # ---- what an index answers ----------------------------------------------------------------
 

@@ -1,0 +1,27 @@
+"""Python as on Windows, on Linux: what Windows' CPython lacks is taken away in every process
+that starts with this folder on ``PYTHONPATH`` (CI's second, portable run of the process tests).
+
+* ``socket.AF_UNIX`` (python/cpython#77589): the channel falls back to loopback TCP, as on a
+  Windows without named pipes;
+* ``os.fork``: no code path may fork;
+* ``fcntl``: no code path may lock a file with it (an import raises ImportError);
+* inotify: ``watchfiles`` polls, as it does where no native watch works.
+
+Named pipes themselves cannot be had off Windows; loopback TCP carries the same channel, with
+the same key.
+"""
+
+import os
+import socket
+import sys
+
+for name in ("AF_UNIX",):
+    if hasattr(socket, name):
+        delattr(socket, name)
+if hasattr(os, "fork"):
+    del os.fork
+if hasattr(os, "forkpty"):
+    del os.forkpty
+sys.modules["fcntl"] = None  # type: ignore[assignment]  (import fcntl: ImportError)
+os.environ["WATCHFILES_FORCE_POLLING"] = "1"
+os.environ["MDSEARCH_PORTABLE_RUN"] = "1"
