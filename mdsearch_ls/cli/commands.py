@@ -283,9 +283,12 @@ def cmd_search(args: argparse.Namespace) -> int:
             if first:
                 _note(args, f"{folder.root} is not indexed yet: indexing it first (once; "
                       f"later runs only read changed notes)")
-            _report, code = session.update(folder)
+            report, code = session.update(folder)
             if code:
                 return code
+            if not first and report is not None and (report.files_indexed
+                                                     or report.files_deleted):
+                _note(args, f"updated the index: {report.summary()}")
         printer = _Printer(args, folder.root, args.mode or settings.mode)
 
         def search(q: _Query) -> Any:

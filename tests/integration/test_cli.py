@@ -88,7 +88,7 @@ def test_status_json(indexed_vault: IndexedVault) -> None:
     assert info["files"] == 20 and info["chunks"] > 100
     assert info["model"] == "all-MiniLM-L6-v2"
     assert info["index"]["state"] == "ready"
-    assert info["served_by"] is None  # nothing answers on its socket
+    assert info["held_by"] is None  # nothing holds it but the command that asked
 
 
 def test_bad_filter_value_is_a_usage_error(indexed_vault: IndexedVault) -> None:

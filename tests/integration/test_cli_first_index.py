@@ -4,11 +4,7 @@ for ``--yes`` (naming the count) before anything is created; dot-folders stay ou
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -75,9 +71,9 @@ def test_search_with_a_named_folder_indexes_it_first_and_dot_folders_stay_out(
 
 
 def test_a_search_after_edits_updates_just_the_changed_notes(tmp_path: Path) -> None:
-    """A search after edits made while nothing ran updates exactly the notes its freshness
-    check named (the targeted update, without Chroma), finds the edit at once, and leaves
-    nothing for a full index to do but catch Chroma up, quietly."""
+    """A search after edits made while nothing ran (holding the index for its own run) looks
+    at the notes first, updates the changed ones, finds the edit at once, and leaves nothing
+    for a full index to do."""
     notes = _tiny(tmp_path / "notes")
     cache = tmp_path / "cache"
     assert run_cli("index", str(notes), cache=cache).returncode == 0
@@ -87,7 +83,7 @@ def test_a_search_after_edits_updates_just_the_changed_notes(tmp_path: Path) -> 
     (notes / "kiln.md").unlink()
     (notes / "new.md").write_text("# Bread\n\nSourdough needs a lively starter.\n", "utf-8")
     res = run_cli("search", "when should I give my fern a larger container", "--root",
-                  str(notes), "--json", "-k", "1", "--no-resident", cache=cache)
+                  str(notes), "--json", "-k", "1", cache=cache)
     assert res.returncode == 0, res.stderr
     assert "updated the index: 3 files" in res.stderr and "2 indexed, 1 removed" in res.stderr
     hit = json.loads(res.stdout)["results"][0]
@@ -95,93 +91,4 @@ def test_a_search_after_edits_updates_just_the_changed_notes(tmp_path: Path) -> 
     res = run_cli("index", str(notes), cache=cache)
     assert res.returncode == 0, res.stderr
     assert "3 files" in res.stdout and "0 indexed, 0 removed" in res.stdout
-    # the search left Chroma behind (DeferredStore); this catches it up, which is no repair
     assert "repair" not in res.stdout + res.stderr
-    assert "nothing had changed" not in res.stdout
-    # and now an index run has nothing to do: answered read-only, without Chroma
-    res = run_cli("index", str(notes), cache=cache)
-    assert res.returncode == 0 and "(nothing had changed)" in res.stdout, res.stderr
-
-
-# The CLI's own entry, counting the rankings a search makes and the children its look forks.
-# WALK=long holds the child's walk until this process has ranked (the walk of a large vault,
-# which outlasts the model's load); WALK=short holds this process until the walk is over (a
-# small vault's). Either hold gives up after 120 s, so a failure fails rather than hangs.
-COUNTED = """
-import json, os, select, sys
-from mdsearch_ls.engine.index import freshness
-from mdsearch_ls.engine.search import searcher
-ranked, walks = [], []
-rank, seen = searcher.Searcher._search, freshness.WalkBeside.seen
-has_ranked, may_rank = os.pipe()
-
-def counted(self, *args, **kwargs):
-    ranked.append(1)
-    os.write(may_rank, b"r")
-    return rank(self, *args, **kwargs)
-
-searcher.Searcher._search = counted
-freshness.WalkBeside.seen = lambda self: walks.append(self.pid) or seen(self)
-if os.environ["WALK"] == "long":
-    send = freshness._walk_and_send
-
-    def held(fd, *args):
-        select.select([has_ranked], [], [], 120)
-        send(fd, *args)
-
-    freshness._walk_and_send = held
-else:
-    walking = freshness.WalkBeside.walking
-
-    def over(self):
-        select.select([self._fd], [], [], 120)
-        return walking(self)
-
-    freshness.WalkBeside.walking = over
-from mdsearch_ls.cli import main
-code = main(sys.argv[1:])
-sys.stderr.write("COUNTED " + json.dumps({"ranked": len(ranked), "walks": walks,
-                                          "me": os.getpid()}) + "\\n")
-raise SystemExit(code)
-"""
-
-
-def _counted(notes: Path, cache: Path, walk: str, *args: str
-             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "MDSEARCH_BACKGROUND": "off",
-           "WALK": walk}
-    done = subprocess.run([sys.executable, "-c", COUNTED, "search", *args, "--json",
-                           "--no-resident"], cwd=notes, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    line = next(ln for ln in done.stderr.splitlines() if ln.startswith("COUNTED "))
-    counted = json.loads(line.removeprefix("COUNTED "))
-    assert len(counted["walks"]) == 1 and counted["walks"][0] not in (None, counted["me"])
-    return json.loads(done.stdout)["results"], counted
-
-
-def test_a_search_ranks_while_its_look_walks_and_keeps_that_answer_only_if_nothing_changed(
-        tmp_path: Path) -> None:
-    """With nothing holding the index, the walk of every note's stat runs in a child process
-    while the search loads the model and, if the walk still runs then, ranks ahead on the
-    index as it is: that ranking is the answer when the walk finds nothing changed, and is
-    thrown away when it finds an edit. Once the walk is over nothing is ranked ahead."""
-    notes = _tiny(tmp_path / "notes")
-    cache = tmp_path / "cache"
-    assert run_cli("index", str(notes), cache=cache).returncode == 0
-    query = "when should I give my fern a larger container"
-    as_it_is = run_cli("search", query, "-k", "2", "--json", "--no-update", cache=cache,
-                       cwd=notes)
-    expected = json.loads(as_it_is.stdout)["results"]
-    assert expected[0]["path"] == "ferns.md"
-    for walk in ("long", "short"):
-        hits, counted = _counted(notes, cache, walk, query, "-k", "2")
-        assert hits == expected
-        assert counted["ranked"] == 1  # (long: ranked ahead, and that ranking printed)
-    for walk, section, rankings in (("long", "Repotting", 2), ("short", "Pruning", 1)):
-        (notes / "ferns.md").write_text(
-            f"# Ferns\n\nTree ferns need shade.\n\n## {section}\n\nMove a fern to a bigger "
-            f"pot in spring, when new fronds uncurl ({walk}).\n", "utf-8")
-        hits, counted = _counted(notes, cache, walk, query, "-k", "2")
-        assert (hits[0]["path"], hits[0]["title"]) == ("ferns.md", section)
-        assert counted["ranked"] == rankings  # long: the ranking ahead was thrown away

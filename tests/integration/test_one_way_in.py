@@ -143,7 +143,7 @@ def test_switched_off_a_search_holds_the_index_for_its_own_run(indexed, how):
 
 
 def test_it_exits_after_its_idle_time(indexed, tmp_path):
-    vault, cache = indexed
+    vault, _cache = indexed
     with open(tmp_path / "log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "mdsearch_ls", "background", str(vault),
                                  "--idle", "0.05", "-v"], stdout=log, stderr=log)

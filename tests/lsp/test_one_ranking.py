@@ -102,9 +102,8 @@ def _cli(cache: Path, cwd: Path, *args: str, stdin: str | None = None) -> list[d
     """``mdsearch search ... --format json``: one JSON object per query, in order."""
     env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "ANONYMIZED_TELEMETRY": "False"}
     res = subprocess.run(
-        # --no-resident: the CLI's own ranking, not the server's answer through its socket
-        [sys.executable, "-m", "mdsearch_ls", "search", "--format", "json", "-k", str(K),
-         "--no-resident", *args],
+        # (asked of the language server, which holds the index: printed by the CLI itself)
+        [sys.executable, "-m", "mdsearch_ls", "search", "--format", "json", "-k", str(K), *args],
         capture_output=True, text=True, timeout=300, env=env, cwd=cwd, input=stdin,
     )
     assert res.returncode == 0, res.stderr

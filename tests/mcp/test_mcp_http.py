@@ -118,8 +118,7 @@ def team(server: HttpServer) -> Iterator[HttpServer]:
 
 def cli_paths(server: HttpServer, k: int) -> list[str]:
     done = subprocess.run([PYTHON, "-m", "mdsearch_ls", "search", QUERY, "--root",
-                           str(server.vault), "--json", "-k", str(k), "--no-update",
-                           "--no-resident"],  # this process's own ranking, not the server's
+                           str(server.vault), "--json", "-k", str(k)],  # asked of the server
                           env=server.env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return [r["path"] for r in json.loads(done.stdout)["results"]]

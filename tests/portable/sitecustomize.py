@@ -4,7 +4,9 @@ that starts with this folder on ``PYTHONPATH`` (CI's second, portable run of the
 * ``socket.AF_UNIX`` (python/cpython#77589): the channel falls back to loopback TCP, as on a
   Windows without named pipes;
 * ``os.fork``: no code path may fork;
-* ``fcntl``: no code path may lock a file with it (an import raises ImportError);
+* ``fcntl``'s file locks (``flock``, ``lockf``): no code path may lock a file with them (the
+  module stays: libraries that branch on ``sys.platform``, as the MCP SDK's stdio server does,
+  still import it for a descriptor flag on POSIX);
 * inotify: ``watchfiles`` polls, as it does where no native watch works.
 
 Named pipes themselves cannot be had off Windows; loopback TCP carries the same channel, with
@@ -13,7 +15,6 @@ the same key.
 
 import os
 import socket
-import sys
 
 for name in ("AF_UNIX",):
     if hasattr(socket, name):
@@ -22,6 +23,9 @@ if hasattr(os, "fork"):
     del os.fork
 if hasattr(os, "forkpty"):
     del os.forkpty
-sys.modules["fcntl"] = None  # type: ignore[assignment]  (import fcntl: ImportError)
+import fcntl  # noqa: E402
+
+for name in ("flock", "lockf"):
+    if hasattr(fcntl, name):
+        delattr(fcntl, name)
 os.environ["WATCHFILES_FORCE_POLLING"] = "1"
-os.environ["MDSEARCH_PORTABLE_RUN"] = "1"

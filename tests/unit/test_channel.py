@@ -278,7 +278,7 @@ def test_a_request_the_engine_refuses_is_refused_alike_held_or_asked(two) -> Non
 
 
 def test_a_client_naming_other_index_settings_is_told_which(two) -> None:
-    held, asked = two
+    _held, asked = two
     asked.given = {"chunk_size": 500}
     with pytest.raises(RequestError, match=r"other settings \(chunk_size\)"):
         asked.search(SearchRequest.build("roses", k=3))

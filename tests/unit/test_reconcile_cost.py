@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.index.manifest import Manifest
 from mdsearch_ls.engine.index.vector_store import ChromaStore
 from mdsearch_ls.engine.workspace import Workspace
 

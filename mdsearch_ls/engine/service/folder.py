@@ -23,6 +23,7 @@ hold the folder instead of holding it itself, unless told not to (``via_backgrou
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -199,10 +200,8 @@ class IndexedFolder:
         holder = find_holder(self.root, self.index_dir)
         if holder is not None and holder.role == "background" and self.hooks.role == "server":
             log.info("%s: the background mdsearch process gives the index over", self.name)
-            try:
+            with contextlib.suppress(ChannelError):  # it let its last folder go and exited
                 holder.leave()
-            except ChannelError:  # it let its last folder go and exited: as good
-                pass
             holder.index.close()
             return False
         if holder is None and self.hooks.via_background and self.hooks.background is not None:
