@@ -37,13 +37,23 @@ export MDSEARCH_BACKGROUND=off
 export MDSEARCH_REQUIRE_TORCH=1
 export MDSEARCH_REQUIRE_FORMATS=1
 export MDSEARCH_REQUIRE_MULTILINGUAL=1
-status=0
-.venv/bin/python -m pytest "$@" || status=$?
-if [[ $status -eq 5 ]]; then
-  echo "pytest collected no tests: that is a failure" >&2
-  exit 1
+pytest_run() {
+  local status=0
+  .venv/bin/python -m pytest "$@" || status=$?
+  if [[ $status -eq 5 ]]; then
+    echo "pytest collected no tests: that is a failure" >&2
+    return 1
+  fi
+  return $status
+}
+pytest_run "$@"
+# The process tests of the CLI, the background process and the servers once more, as on Windows:
+# tests/portable/sitecustomize.py takes AF_UNIX, fork, fcntl's locks and inotify away in every
+# process (arguments given to this script select tests: then the selection alone runs).
+if [[ $# -eq 0 ]]; then
+  echo "::: the process tests again without AF_UNIX, fork, fcntl locks or inotify" >&2
+  PYTHONPATH="$PWD/tests/portable" pytest_run -m portable -p no:cacheprovider
 fi
-[[ $status -eq 0 ]] || exit $status
 .venv/bin/ruff check .
 if [[ -z ${MDSEARCH_SKIP_EXTENSION:-} && -f obsidian-plugin/package.json ]]; then
   echo "::: obsidian-plugin: npm ci, type check, build, tests against the real server" >&2

@@ -9,7 +9,7 @@ from lsprotocol import types
 from .conftest import copy_vault, start_server
 from .test_sync import save
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.portable]
 
 
 async def _drained(server) -> bool:

@@ -20,7 +20,7 @@ from mcp_harness import EXAMPLE_VAULT, PYTHON, start
 from pytest_lsp import ClientServerConfig, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.portable]
 
 
 async def _eventually(check, timeout: float, what: str) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mcp_harness import EXAMPLE_VAULT, PYTHON, server_command, start, wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.portable]
 
 
 def _sdk_import_seconds() -> float:
