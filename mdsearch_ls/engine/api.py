@@ -22,128 +22,97 @@ Obsidian bridge) is a small file over these names:
 
 from __future__ import annotations
 
-from mdsearch_ls.engine.embedding import Embedder, ModelLoadError, create_embedder
-from mdsearch_ls.engine.errors import (
-    BroadRootError,
-    IndexLockedError,
-    IndexOpenError,
-    MdsearchError,
-    NotIndexedError,
-    RequestError,
-    VectorServerError,
-)
-from mdsearch_ls.engine.index.layout import (
-    IndexState,
-    broad_root_reason,
-    cache_root,
-    default_index_dir,
-    find_index_root,
-    has_index,
-    index_dir_of,
-)
-from mdsearch_ls.engine.index.report import IndexReport
-from mdsearch_ls.engine.locations import document_format
-from mdsearch_ls.engine.notes.chunking import Heading, outline
-from mdsearch_ls.engine.notes.decoding import lone_surrogate_field
-from mdsearch_ls.engine.notes.files import MARKDOWN_SUFFIXES, is_note_name
-from mdsearch_ls.engine.search.highlight import Snippet, match_spans, query_terms, window, wrap
-from mdsearch_ls.engine.search.hits import Hit, Related, SearchResult
-from mdsearch_ls.engine.search.merging import merge_rankings
-from mdsearch_ls.engine.search.preview import plain_text, snippet
-from mdsearch_ls.engine.search.query import QueryError
-from mdsearch_ls.engine.search.requests import MAX_LIMIT, RelatedRequest, SearchRequest
-from mdsearch_ls.engine.service.background import IDLE_S, serve_in_background
-from mdsearch_ls.engine.service.folder import IndexedFolder
-from mdsearch_ls.engine.service.folders import Folders, notes_under
-from mdsearch_ls.engine.service.messages import HolderError
-from mdsearch_ls.engine.service.spawn import ENV as BACKGROUND_ENV
-from mdsearch_ls.engine.service.spawn import background_off, stop_background
-from mdsearch_ls.engine.states import FolderState, IndexPhase, ModelState, Progress
-from mdsearch_ls.engine.writing.aids import (
-    LINK_STYLES,
-    LinkCandidate,
-    LinkCompletion,
-    LinkedRelated,
-    LinkSuggestion,
-    LinkTarget,
-    WritingAids,
-)
-from mdsearch_ls.engine.writing.mentions import Duplicate, DuplicateOf, Mention
+import importlib
+from typing import Any
+
+# Each name is resolved on first use (PEP 562), from the module that defines it: importing every
+# engine module up front made a CLI search that its holder answers import numpy, the writing
+# aids, the indexer and Chroma's glue (0.35 s of a 0.5 s process, measured with
+# `python -X importtime` on a quiet machine); a front end pays only for what it touches.
+_WHERE: dict[str, tuple[str, str]] = {
+    "BACKGROUND_ENV": ("mdsearch_ls.engine.service.spawn", "ENV"),
+    "BroadRootError": ("mdsearch_ls.engine.errors", "BroadRootError"),
+    "Duplicate": ("mdsearch_ls.engine.writing.mentions", "Duplicate"),
+    "DuplicateOf": ("mdsearch_ls.engine.writing.mentions", "DuplicateOf"),
+    "Embedder": ("mdsearch_ls.engine.embedding", "Embedder"),
+    "FolderState": ("mdsearch_ls.engine.states", "FolderState"),
+    "Folders": ("mdsearch_ls.engine.service.folders", "Folders"),
+    "Heading": ("mdsearch_ls.engine.notes.chunking", "Heading"),
+    "Hit": ("mdsearch_ls.engine.search.hits", "Hit"),
+    "HolderError": ("mdsearch_ls.engine.service.messages", "HolderError"),
+    "IDLE_S": ("mdsearch_ls.engine.service.background", "IDLE_S"),
+    "IndexLockedError": ("mdsearch_ls.engine.errors", "IndexLockedError"),
+    "IndexOpenError": ("mdsearch_ls.engine.errors", "IndexOpenError"),
+    "IndexPhase": ("mdsearch_ls.engine.states", "IndexPhase"),
+    "IndexReport": ("mdsearch_ls.engine.index.report", "IndexReport"),
+    "IndexState": ("mdsearch_ls.engine.index.layout", "IndexState"),
+    "IndexedFolder": ("mdsearch_ls.engine.service.folder", "IndexedFolder"),
+    "LINK_STYLES": ("mdsearch_ls.engine.writing.aids", "LINK_STYLES"),
+    "LinkCandidate": ("mdsearch_ls.engine.writing.aids", "LinkCandidate"),
+    "LinkCompletion": ("mdsearch_ls.engine.writing.aids", "LinkCompletion"),
+    "LinkSuggestion": ("mdsearch_ls.engine.writing.aids", "LinkSuggestion"),
+    "LinkTarget": ("mdsearch_ls.engine.writing.aids", "LinkTarget"),
+    "LinkedRelated": ("mdsearch_ls.engine.writing.aids", "LinkedRelated"),
+    "MARKDOWN_SUFFIXES": ("mdsearch_ls.engine.notes.files", "MARKDOWN_SUFFIXES"),
+    "MAX_LIMIT": ("mdsearch_ls.engine.search.requests", "MAX_LIMIT"),
+    "MdsearchError": ("mdsearch_ls.engine.errors", "MdsearchError"),
+    "Mention": ("mdsearch_ls.engine.writing.mentions", "Mention"),
+    "ModelLoadError": ("mdsearch_ls.engine.embedding", "ModelLoadError"),
+    "ModelState": ("mdsearch_ls.engine.states", "ModelState"),
+    "NotIndexedError": ("mdsearch_ls.engine.errors", "NotIndexedError"),
+    "Progress": ("mdsearch_ls.engine.states", "Progress"),
+    "QueryError": ("mdsearch_ls.engine.search.query", "QueryError"),
+    "Related": ("mdsearch_ls.engine.search.hits", "Related"),
+    "RelatedRequest": ("mdsearch_ls.engine.search.requests", "RelatedRequest"),
+    "RequestError": ("mdsearch_ls.engine.errors", "RequestError"),
+    "SearchRequest": ("mdsearch_ls.engine.search.requests", "SearchRequest"),
+    "SearchResult": ("mdsearch_ls.engine.search.hits", "SearchResult"),
+    "Snippet": ("mdsearch_ls.engine.search.highlight", "Snippet"),
+    "VectorServerError": ("mdsearch_ls.engine.errors", "VectorServerError"),
+    "WritingAids": ("mdsearch_ls.engine.writing.aids", "WritingAids"),
+    "background_off": ("mdsearch_ls.engine.service.spawn", "background_off"),
+    "broad_root_reason": ("mdsearch_ls.engine.index.layout", "broad_root_reason"),
+    "cache_root": ("mdsearch_ls.engine.index.layout", "cache_root"),
+    "create_embedder": ("mdsearch_ls.engine.embedding", "create_embedder"),
+    "default_index_dir": ("mdsearch_ls.engine.index.layout", "default_index_dir"),
+    "document_format": ("mdsearch_ls.engine.locations", "document_format"),
+    "find_index_root": ("mdsearch_ls.engine.index.layout", "find_index_root"),
+    "has_index": ("mdsearch_ls.engine.index.layout", "has_index"),
+    "index_dir_of": ("mdsearch_ls.engine.index.layout", "index_dir_of"),
+    "is_note_name": ("mdsearch_ls.engine.notes.files", "is_note_name"),
+    "lone_surrogate_field": ("mdsearch_ls.engine.notes.decoding", "lone_surrogate_field"),
+    "match_spans": ("mdsearch_ls.engine.search.highlight", "match_spans"),
+    "merge_rankings": ("mdsearch_ls.engine.search.merging", "merge_rankings"),
+    "notes_under": ("mdsearch_ls.engine.service.folders", "notes_under"),
+    "outline": ("mdsearch_ls.engine.notes.chunking", "outline"),
+    "plain_text": ("mdsearch_ls.engine.search.preview", "plain_text"),
+    "query_terms": ("mdsearch_ls.engine.search.highlight", "query_terms"),
+    "serve_in_background": ("mdsearch_ls.engine.service.background", "serve_in_background"),
+    "snippet": ("mdsearch_ls.engine.search.preview", "snippet"),
+    "stop_background": ("mdsearch_ls.engine.service.spawn", "stop_background"),
+    "window": ("mdsearch_ls.engine.search.highlight", "window"),
+    "wrap": ("mdsearch_ls.engine.search.highlight", "wrap"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where[0]), where[1])
+    globals()[name] = value
+    return value
 
 
 def is_document(path: str) -> bool:
     """Whether a file name is a document mdsearch can read through a converter (``.pdf``,
     ``.docx``, ``.html``, ``.ipynb``, ``.org``; indexed when ``include_formats`` names it)."""
-    return document_format(path) is not None
+    return __getattr__("document_format")(path) is not None
 
 
 def is_markdown(path: str) -> bool:
     """Whether a file name is a note mdsearch indexes (by its suffix)."""
-    return path.lower().endswith(MARKDOWN_SUFFIXES)
+    return path.lower().endswith(__getattr__("MARKDOWN_SUFFIXES"))
 
 
-__all__ = [
-    "BACKGROUND_ENV",
-    "IDLE_S",
-    "LINK_STYLES",
-    "MARKDOWN_SUFFIXES",
-    "MAX_LIMIT",
-    "BroadRootError",
-    "Duplicate",
-    "DuplicateOf",
-    "Embedder",
-    "FolderState",
-    "Folders",
-    "Heading",
-    "Hit",
-    "HolderError",
-    "IndexLockedError",
-    "IndexOpenError",
-    "IndexPhase",
-    "IndexReport",
-    "IndexState",
-    "IndexedFolder",
-    "LinkCandidate",
-    "LinkCompletion",
-    "LinkSuggestion",
-    "LinkTarget",
-    "LinkedRelated",
-    "MdsearchError",
-    "Mention",
-    "ModelLoadError",
-    "ModelState",
-    "NotIndexedError",
-    "Progress",
-    "QueryError",
-    "Related",
-    "RelatedRequest",
-    "RequestError",
-    "SearchRequest",
-    "SearchResult",
-    "Snippet",
-    "VectorServerError",
-    "WritingAids",
-    "background_off",
-    "broad_root_reason",
-    "cache_root",
-    "create_embedder",
-    "default_index_dir",
-    "find_index_root",
-    "has_index",
-    "index_dir_of",
-    "is_document",
-    "is_markdown",
-    "is_note_name",
-    "lone_surrogate_field",
-    "match_spans",
-    "merge_rankings",
-    "notes_under",
-    "outline",
-    "plain_text",
-    "query_terms",
-    "serve_in_background",
-    "snippet",
-    "stop_background",
-    "window",
-    "wrap",
-]
+__all__ = [*_WHERE, "is_document", "is_markdown"]

@@ -25,7 +25,6 @@ from mdsearch_ls.engine.search.hits import Related, SearchResult
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.service import messages as m
 from mdsearch_ls.engine.service.channel import ANSWER_S, ChannelError, Client, Endpoint
-from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +164,10 @@ class RemoteAids:
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name not in m.AIDS:
             raise AttributeError(name)
+        # here: the aids' module brings numpy and the link machinery (~60 ms, 15 MB), which a
+        # process that only searches through a holder (a CLI search) never needs
+        from mdsearch_ls.engine.writing.aids import WritingAids
+
         method = getattr(WritingAids, name)
         answer_type = typing.get_type_hints(method)["return"]
         names = method.__code__.co_varnames[1:method.__code__.co_argcount
