@@ -80,7 +80,7 @@ def test_closing_stdin_ends_the_process(tmp_path: Path, while_indexing: bool) ->
             if while_indexing:
                 # Wait until the writer is busy with the first index, then hang up.
                 index_dirs = tmp_path / "cache" / "indexes"
-                wait_until(lambda: any(index_dirs.glob("*/writer.lock")), 120,
+                wait_until(lambda: any(index_dirs.glob("*/holder.lock")), 120,
                            "the first index started")
             assert proc.stdin is not None
             proc.stdin.close()
