@@ -17,46 +17,44 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mdsearch_ls.config import INDEX_FIELDS, Settings, differs
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import RequestError
-from mdsearch_ls.engine.index.healing import WriterOpen
+from mdsearch_ls.engine.index.healing import (
+    check_vector_server,
+    close_stores,
+    damage_error,
+    open_writer,
+)
+from mdsearch_ls.engine.index.indexer import Indexer
 from mdsearch_ls.engine.index.layout import IndexState, index_dir_of, index_lock, space_name
-from mdsearch_ls.engine.index.manifest import is_damage
-from mdsearch_ls.engine.index.vector_store import ChromaStore, DeferredStore
+from mdsearch_ls.engine.index.manifest_schema import is_damage
+from mdsearch_ls.engine.index.report import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.locations import ChunkRecord
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.hits import Related, SearchResult
-from mdsearch_ls.engine.search.keyword import STOPWORDS
 from mdsearch_ls.engine.search.related import related_sections
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.search.searcher import Hit, Searcher
-
-if TYPE_CHECKING:
-    from mdsearch_ls.engine.index.indexer import Indexer
-    from mdsearch_ls.engine.index.report import CancelFn, IndexReport, ProgressFn
-    from mdsearch_ls.engine.writing.aids import WritingAids
+from mdsearch_ls.engine.writing.aids import WritingAids
 
 log = logging.getLogger(__name__)
 
 
-# How often a running index records its progress in the manifest (for readers in other
-# processes); cheap: one tiny SQLite write.
 _STATE_EVERY_S = 1.0
+"""How often a running index records its progress in the manifest (what a client asking for
+the status reads, and the next open after a crash); one tiny SQLite write."""
 
 
-class Workspace(WriterOpen):
+class Workspace:
     """A folder of notes with its open index. Writes: one thread. Reads: any thread.
 
     Front ends get one with :meth:`open` and use only its public methods: nothing outside
     ``engine/`` touches the indexer, manifest, store or searcher, so the rules that keep an index
     consistent (one writer, the manifest as the truth, repair on open) live in one place.
     """
-
-    store: ChromaStore | DeferredStore | None
-    indexer: Indexer | None
 
     @classmethod
     def open(
@@ -66,20 +64,13 @@ class Workspace(WriterOpen):
         *,
         embedder: Embedder,
         index_dir: Path | str | None = None,
-        role: str = "command",
-        defer_vectors: bool = False,
     ) -> Workspace:
         """Hold the index of ``root``: take its writer lock, open (create, repair) its stores.
 
         Raises FileNotFoundError / NotADirectoryError for a bad root, :class:`IndexLockedError`
         when another process holds it (ask that one instead), :class:`IndexOpenError` when the
-        index cannot be used. ``role``: what holds it (``server`` keeps phrase scores: it
-        searches many times). ``defer_vectors``: see :class:`DeferredStore`."""
-        ws = cls(root, settings, embedder, index_dir=index_dir, role=role,
-                 defer_vectors=defer_vectors)
-        if role in ("server", "background"):  # it searches many times: see phrase_scores.py
-            ws.manifest.keep_phrase_scores(warm=STOPWORDS)  # (words a query leaves out)
-        return ws
+        index cannot be used."""
+        return cls(root, settings, embedder, index_dir=index_dir)
 
     def __init__(
         self,
@@ -88,8 +79,6 @@ class Workspace(WriterOpen):
         embedder: Embedder,
         *,
         index_dir: Path | str | None = None,
-        role: str = "command",
-        defer_vectors: bool = False,
     ) -> None:
         """Use :meth:`open`; this is its implementation."""
         self._writing: WritingAids | None = None
@@ -104,51 +93,40 @@ class Workspace(WriterOpen):
         self.embedder = embedder
         self.index_dir = index_dir_of(self.root, settings, index_dir)
         self.space = space_name(settings)
-        self.switched: str | None = None
-        """Why this open started a new embedding space beside an index of other settings (another
-        model, other chunking: every note embedded again), once, for a person; else None."""
-        self.healed: str | None = None
-        """What was damaged and what opening did about it, once, for a person to read (CLI
-        stderr, an editor's ``window/showMessage``); None when the index opened sound."""
-        self.vectors_moved: str | None = None
-        """The vectors were last kept elsewhere, so this open filled its store from the cache."""
-        self.repaired: int | None = None
-        self.store = self.indexer = None
-        self._damaged_dir: Path | None = None
-        self._stale_vectors = False
         self.last_report: IndexReport | None = None
         self._state_written = 0.0
         self._indexing = False
-        self._defer_vectors = defer_vectors
-        self._check_vector_server()  # before anything is written
+        check_vector_server(settings)  # before anything is written
         self._lock = index_lock(self.index_dir)
         try:
             (self.index_dir / "ROOT").write_text(str(self.root) + "\n", encoding="utf-8")
-            self._open_healing()
-            self.switched = self._note_switch()
-            self.dropped_spaces = self._prune_spaces()
-            self.searcher = Searcher(self.manifest, self._searchable_store(), embedder,
-                                     per_file=settings.per_file)
+            self._opened = open_writer(self.root, settings, embedder, self.index_dir,
+                                       self.space)
         except BaseException:
-            self._close_stores()
             self._lock.release()
             raise
+        self.manifest = self._opened.manifest
+        self.store = self._opened.store
+        self.indexer = self._opened.indexer
+        self.healed = self._opened.healed
+        """What was damaged and what opening did about it, once, for a person to read (CLI
+        stderr, an editor's ``window/showMessage``); None when the index opened sound."""
+        self.switched = self._opened.switched
+        """Why this open started a new embedding space beside an index of other settings
+        (another model, other chunking: every note embedded again), once, for a person."""
+        self.vectors_moved = self._opened.vectors_moved
+        self.repaired = self._opened.repaired
+        self.dropped_spaces = self._opened.dropped
+        self.searcher = Searcher(self.manifest, self.store, embedder, per_file=settings.per_file)
 
     @property
     def writing(self) -> WritingAids:
-        """Help while writing (link completion, related-not-linked, mentions, duplicates).
-
-        Made on first use: a search from the command line never needs it, and its imports
-        (the markdown parser, the link syntax) are a sixth of that process's start-up."""
-        aids = self._writing
-        if aids is None:
-            with self._writing_lock:
-                if self._writing is None:
-                    from mdsearch_ls.engine.writing.aids import WritingAids
-
-                    self._writing = WritingAids(self)
-                aids = self._writing
-        return aids
+        """Help while writing (link completion, related-not-linked, mentions, duplicates),
+        made on first use: its tables are read from the index when first asked for."""
+        with self._writing_lock:
+            if self._writing is None:
+                self._writing = WritingAids(self)
+            return self._writing
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[None]:
@@ -159,10 +137,9 @@ class Workspace(WriterOpen):
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
-            raise self._damage_error(exc) from exc
+            raise damage_error(self.index_dir, self.root, self.manifest, exc) from exc
 
     def _writer(self) -> Indexer:
-        assert self.indexer is not None  # (set by the open, which holds the index)
         return self.indexer
 
     # ---- settings -----------------------------------------------------------------------------
@@ -352,31 +329,19 @@ class Workspace(WriterOpen):
                         for p, r in self.manifest.skip_reasons().items()],
         }
 
-    def rest(self) -> bool:
-        """Writer thread, idle: leave the vector snapshot of this state and search it mapped
-        (the readers' files; the in-memory table is dropped), seal the vector store as a clean
-        close does and release its memory (Chroma's graph: 200 MB at 96k chunks). The next
-        write opens the store again; True when it was released."""
-        if self.indexer is None:
-            return False
-        self.searcher.leave_snapshot(remap=True)
-        store = self.store
-        if store is None or store.remote or store.released:
-            return False
-        self._seal_and_close(release=True)
-        from mdsearch_ls.engine.embedding.onnx_backend import release_free_memory
-
-        release_free_memory()  # glibc kept some of the freed graph: 23 MB at 96k (measured)
-        return True
+    def vectors_where(self) -> str:
+        """Where this index's vectors live, for ``status``: the index folder's Chroma, or the
+        server and collection (what a person looks for when managing a shared server)."""
+        url = self.settings.chroma_url
+        if not url:
+            return str(self.index_dir / "chroma")
+        return f"{url} (collection {self.store.name})"
 
     def close(self) -> None:
+        """Close the stores cleanly (the next open trusts Chroma after two counts) and let the
+        index go."""
         try:
-            self.searcher.leave_snapshot()
-            if self.store is not None and self.store.released:
-                self.store.close()  # sealed when released, and nothing was written since
-            elif self.store is not None:
-                self._seal_and_close()
-            self.manifest.close()
+            close_stores(self._opened, clean=True)
         finally:
             self._lock.release()
 

@@ -29,7 +29,7 @@ from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import VectorServerError
 from mdsearch_ls.engine.index.layout import collection_name, space_name
 from mdsearch_ls.engine.index.vector_store import ChromaStore
-from mdsearch_ls.engine.service.folder import IndexedFolder
+from mdsearch_ls.engine.service.folders import Folders
 from mdsearch_ls.engine.workspace import Workspace
 from tests.chroma_server import ChromaServer, free_port
 from tests.conftest import EXAMPLE_VAULT, REPO, FakeEmbedder, copy_vault, write_note
@@ -208,13 +208,14 @@ def test_an_index_opened_without_its_server_says_so_before_it_copies_the_vectors
     with Workspace.open(vault, Settings(), embedder=model, index_dir=index) as ws:
         assert ws.vectors_moved is None  # said once: the index folder is where they are now
     shown: list[tuple[str, str]] = []
-    folder = IndexedFolder(vault, Settings(chroma_url=chroma_server.url, index_dir=str(index)),
-                           model, on_message=lambda text, level: shown.append((text, level)))
+    folders = Folders(Settings(), embedder=model, watch=False,
+                      on_message=lambda text, level: shown.append((text, level)))
     try:
+        folder = folders.add(vault, Settings(chroma_url=chroma_server.url, index_dir=str(index)))
         assert folder.start_index().result(timeout=120) is not None
         assert folder.ws.store.remote and snapshot(folder.ws) == want
     finally:
-        folder.close()
+        folders.close(timeout=30)
     moves = [(text, level) for text, level in shown if "were kept" in text]
     assert len(moves) == 1 and moves[0][1] == "warning"
     assert f"were kept in {index / 'chroma'}; this open keeps them on the Chroma server at " \

@@ -171,7 +171,7 @@ def test_phrase_holders_among_candidates(fts, monkeypatch):
     """Which candidates hold a phrase: read whole when few chunks hold it (or few for so many
     candidates), asked chunk by chunk when many do; the ways agree, and a chunk that is not a
     candidate is never named."""
-    from mdsearch_ls.engine.index import keyword_queries
+    from mdsearch_ls.engine.index import manifest
 
     every = {"cfg", "keys", "cert", "days", "together", "apart", "plain", "stem"}
     the = phrase_match(["the"])
@@ -179,7 +179,7 @@ def test_phrase_holders_among_candidates(fts, monkeypatch):
     assert fts.phrase_holders(the, every) == holders
     assert fts.phrase_holders(the, every, scan=1) == holders  # more than the scan: counted
     assert fts.phrase_holders(the, {"cfg", "plain"}, scan=1) == {"cfg"}
-    monkeypatch.setattr(keyword_queries, "READ_PER_SEEK", 0)  # too common: chunk by chunk
+    monkeypatch.setattr(manifest, "_READ_PER_SEEK", 0)  # too common: chunk by chunk
     assert fts.phrase_holders(the, every, scan=1) == holders
     assert fts.phrase_holders(the, {"cfg", "plain"}, scan=1) == {"cfg"}
     monkeypatch.undo()

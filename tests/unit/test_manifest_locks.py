@@ -16,8 +16,8 @@ import sys
 import threading
 from pathlib import Path
 
-from mdsearch_ls.engine.index.manifest import Manifest, seal_kept
-from mdsearch_ls.engine.index.manifest_schema import file_key, held
+from mdsearch_ls.engine.index.manifest import Manifest
+from mdsearch_ls.engine.index.manifest_schema import file_key, held, seal_kept
 
 
 def _other_process(path: Path, sql: str) -> str:

@@ -91,50 +91,17 @@ def test_counts_follow_each_commit(vault, tmp_path, fake_embedder, write) -> Non
         assert ws.manifest.counts() == (6, 7)
 
 
-def _server(vault: Path, idx: Path, embedder: object) -> Workspace:
-    return Workspace.open(vault, Settings(), embedder=embedder,  # type: ignore[arg-type]
-                          index_dir=idx, role="server")
-
-
-def test_a_servers_open_leaves_a_sealed_store_closed_until_its_first_write(
-        vault, tmp_path, fake_embedder, write, monkeypatch) -> None:
-    """A language or MCP server's first answer does not wait for Chroma (its import and client
-    took 0.6 s of the first `workspace/symbol` at 96k): a store sealed as its files are now is
-    trusted unopened; the first write opens it and checks the seal (two counts, no walk), and
-    the close seals it again."""
-    idx = tmp_path / "idx"
-    with Workspace(vault, Settings(), fake_embedder, index_dir=idx) as ws:
-        ws.index()
-    walks = _Walks(monkeypatch)
-    with _server(vault, idx, fake_embedder) as ws:
-        assert ws.store.released  # not opened
-        assert ws.index().files_indexed == 0  # its first look: nothing changed
-        assert ws.hits("gardening and tools", 3)
-        assert ws.store.released and ws.rest() is False  # nothing to seal, nothing to release
-        write(vault, "n6.md", "# Note 6\n\nPruning shears and a ladder.\n")
-        ws.update(["n6.md"])
-        assert not ws.store.released and walks.n == 0
-        assert ws.hits("pruning shears", 1)[0].path == "n6.md"
-    with Workspace(vault, Settings(), fake_embedder, index_dir=idx) as ws:
-        assert ws.indexer is not None and ws.indexer.trusted  # sealed by the server's close
-        assert ws.store.all_ids() == ws.manifest.chunk_ids()
-
-
-def test_a_seal_whose_token_differs_is_compared_in_full_at_the_servers_first_write(
-        vault, tmp_path, fake_embedder, write, monkeypatch) -> None:
+def test_a_seal_whose_token_differs_is_compared_in_full_at_the_next_open(
+        vault, tmp_path, fake_embedder, monkeypatch) -> None:
     idx = tmp_path / "idx"
     with Workspace(vault, Settings(), fake_embedder, index_dir=idx) as ws:
         ws.index()
         path, generation = ws.manifest.path, ws.manifest.generation
-    # the manifest's half of the token no longer matches the collection's (its files as they
-    # were: the open still trusts the store unopened)
+    # the manifest's half of the token no longer matches the collection's
     with sqlite3.connect(path) as db:
         db.execute("UPDATE meta SET value = ? WHERE key = 'store_clean'",
                    (f"{generation} not-the-collections",))
     walks = _Walks(monkeypatch)
-    with _server(vault, idx, fake_embedder) as ws:
-        assert ws.store.released
-        write(vault, "n6.md", "# Note 6\n\nPruning shears and a ladder.\n")
-        ws.update(["n6.md"])
-        assert walks.n == 1  # the full comparison an open would have made
+    with Workspace(vault, Settings(), fake_embedder, index_dir=idx) as ws:
+        assert walks.n == 1  # the full comparison
         assert ws.store.all_ids() == ws.manifest.chunk_ids()

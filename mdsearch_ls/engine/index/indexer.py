@@ -37,10 +37,8 @@ from mdsearch_ls.engine.index.layout import FORMATS_META
 from mdsearch_ls.engine.index.manifest import Manifest
 from mdsearch_ls.engine.index.report import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.index.vector_store import (
-    DEFERRED,
     STORE_CLEAN,
     ChromaStore,
-    DeferredStore,
     chunk_metadata,
 )
 from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
@@ -56,7 +54,7 @@ class Indexer:
     """Writes one index. Not thread-safe by design: the owner runs it on one thread."""
 
     def __init__(self, root: Path, settings: Settings, manifest: Manifest,
-                 store: ChromaStore | DeferredStore, embedder: object, *,
+                 store: ChromaStore, embedder: object, *,
                  index_dir: Path | None = None) -> None:
         self.root = root
         self.settings = settings
@@ -70,11 +68,6 @@ class Indexer:
         self.index_dir = index_dir
         self._store_dirty = False  # the manifest's clean marker was cleared by this writer
         self._settled = True  # every Chroma write so far was followed by its manifest write
-        self.trusted = False
-        """Set by an open that found Chroma as the last clean close left it: no reconcile is
-        needed until this writer writes (a count alone reads Chroma's whole graph)."""
-        self.behind: Callable[[], None] | None = None
-        """Set by an open trusting Chroma behind a deferred writer: run before its first write."""
 
     # ---- repair -----------------------------------------------------------------------------
 
@@ -83,13 +76,9 @@ class Indexer:
         ahead of the manifest, so the next open must compare them in full. Both halves of the
         clean-close token are cleared (the collection's matters when it lives on a server that
         another copy of the manifest could meet)."""
-        if self.behind is not None:  # catch Chroma up first (it comes back here for its writes)
-            catch_up, self.behind, self.trusted = self.behind, None, False
-            catch_up()
         self._settled = False
-        self.trusted = False
         if not self._store_dirty:
-            self.manifest.set_meta(STORE_CLEAN, self.store.clears_to)
+            self.manifest.set_meta(STORE_CLEAN, "")
             self.store.set_marker("")
             self._store_dirty = True
 
@@ -98,7 +87,7 @@ class Indexer:
         and return it (None after a write that failed half-way: then the next open compares in
         full). :meth:`mark_store_clean` puts the same token in the manifest once the store has
         closed cleanly."""
-        if not self._settled or self.behind is not None:  # (behind: not clean, not caught up)
+        if not self._settled:
             return None
         token = f"{self.manifest.generation} {uuid.uuid4().hex}"
         self.store.set_marker(token)
@@ -132,14 +121,11 @@ class Indexer:
         vectors were last kept elsewhere, so filling this store is a move, not damage."""
         import numpy as np
 
-        # deferred: nothing to compare with; the next writer that opens Chroma does it
-        if self.trusted or isinstance(self.store, DeferredStore) or (
-                not self._store_dirty and self._store_known_clean()):
+        if not self._store_dirty and self._store_known_clean():
             return 0
-        # Left behind on purpose (DeferredStore), or moved: no damage, not counted.
-        planned = moved or self.manifest.get_meta(STORE_CLEAN) == DEFERRED
-        said, fix = ((log.info, "moving the vectors" if moved else "catching up the vector "
-                      "store") if planned else (log.warning, "repairing index"))
+        # Moved on purpose (another store than the last holder's): no damage, not counted.
+        said, fix = (log.info, "moving the vectors") if moved else (log.warning,
+                                                                    "repairing index")
         want = self.manifest.chunk_ids()
         have = self.store.all_ids()
         extra = sorted(have - want)
@@ -167,7 +153,7 @@ class Indexer:
                 log.warning("repairing index: %d notes will be re-embedded", len(lost))
                 self.manifest.delete_files(sorted(lost))
         self._settled = True
-        return 0 if planned else len(extra) + len(missing)
+        return 0 if moved else len(extra) + len(missing)
 
     def _heal_failed_write(self) -> None:
         """A write failed half-way (a Chroma server gone): compare in full before the next, as
@@ -189,7 +175,6 @@ class Indexer:
         t0 = time.perf_counter()
         report = IndexReport()
         if rebuild:
-            self.behind = None  # (no catching up of what is about to be emptied)
             self._writing_store()
             self.store.reset()
             self.manifest.clear()

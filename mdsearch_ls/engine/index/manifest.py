@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import secrets
 import sqlite3
 import threading
@@ -24,15 +25,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mdsearch_ls.engine.index.keyword_queries import KeywordQueries
-from mdsearch_ls.engine.index.manifest_files import FileReads
-from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-exported)
+import numpy as np
+
+from mdsearch_ls.engine.index.manifest_schema import (
     _REQUIRED_TABLES,
+    _RETIRED,
     _SCHEMA,
     LINKS_VERSION,
     SCHEMA_VERSION,
     ManifestDamagedError,
-    ManifestEmptyError,
     _batched,
     _chunk_record,
     _file_record,
@@ -41,23 +42,24 @@ from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-export
     drop_seal,
     file_key,
     hold,
-    is_damage,
     seal,
     seal_kept,
     truncation,
     unsealed,
 )
-from mdsearch_ls.engine.index.vector_cache import VectorCache
-from mdsearch_ls.engine.locations import ChunkRecord, FileUpdate
+from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
 from mdsearch_ls.engine.notes import cjk
 
 log = logging.getLogger(__name__)
 
 GC_META = "vectors_collected"
 """Meta: the generation at which unused cached vectors were last dropped."""
+_READ_PER_SEEK = 100
+"""A phrase's rows read whole cost about 1/100 of a seek each (96k chunks, December 2026): read
+them whole up to this many per candidate chunk."""
 
 
-class Manifest(FileReads, KeywordQueries, VectorCache):
+class Manifest:
     """Thread-aware access to the manifest database.
 
     Each thread gets its own connection (SQLite connections are not shareable), WAL mode lets
@@ -131,6 +133,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
             )
         with conn:
             conn.executescript(_SCHEMA)  # tables added since the file was made
+            conn.executescript(_RETIRED)  # what an older mdsearch kept and this one does not
             if conn.execute("SELECT 1 FROM meta WHERE key = 'lineage'").fetchone() is None:
                 _put_meta(conn, "lineage", secrets.token_hex(8))  # see vector_snapshot
         if self.get_meta("links") != LINKS_VERSION:
@@ -196,9 +199,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         drop_seal(self.path)
 
     def close(self) -> None:
-        """Close every thread's connection; a writer's clean close seals the file."""
-        if self.phrase_scores is not None:
-            self.phrase_scores.close()  # its reading thread is done before the connections go
+        """Close every thread's connection; a clean close seals the file."""
         clean = self._sealing
         for conn in self._all:
             try:
@@ -337,13 +338,9 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         if not updates and not deletes:
             return
         conn = self._conn()
-        kept = self.phrase_scores  # told which FTS rows went and came (carried, not read again)
-        removed: list[int] = []
-        inserted: list[int] = []
         with self._transaction(conn):
-            before = kept.state(conn) if kept is not None else None
             for path in list(deletes) + [u.file.path for u in updates]:
-                self._delete_file(conn, path, removed if kept is not None else None)
+                self._delete_file(conn, path)
             now = time.time()
             for u in updates:
                 f = u.file
@@ -373,24 +370,15 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
                         "INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)",
                         (cur.lastrowid, cjk.expand(kw_title), cjk.expand(kw_body)),
                     )
-                    inserted.append(int(cur.lastrowid or 0))
             self._bump(conn)
-            after = kept.state(conn) if kept is not None else None
-        if kept is not None:
-            kept.wrote(before, after, removed, inserted)
 
     def touch(self, path: str, mtime: float, size: int) -> None:
         """Record a new mtime for a note whose content hash did not change."""
         conn = self._conn()
-        kept = self.phrase_scores
         with conn:
-            before = kept.state(conn) if kept is not None else None
             conn.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
             # mtimes feed the modified: filter, whose answers are cached per generation.
             self._bump(conn)
-            after = kept.state(conn) if kept is not None else None
-        if kept is not None:
-            kept.wrote(before, after, (), ())  # no FTS row changed
 
     def delete_files(self, paths: Sequence[str]) -> None:
         self.apply((), paths)
@@ -425,19 +413,13 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
     def skipped(self) -> dict[str, tuple[float, int]]:
         """``{path: (mtime, size)}`` of every file skipped when last seen, with the state it
         was skipped in: the same state again is skipped without reading it or warning."""
-        try:
-            rows = self._conn().execute("SELECT path, mtime, size FROM skipped").fetchall()
-        except sqlite3.OperationalError:  # a read-only open of a manifest from before the table
-            return {}
+        rows = self._conn().execute("SELECT path, mtime, size FROM skipped").fetchall()
         return {path: (mtime, size) for path, mtime, size in rows}
 
     def skip_reasons(self) -> dict[str, str]:
         """``{path: reason}`` of the files left out, for ``status`` (a note a user misses)."""
-        try:
-            rows = self._conn().execute("SELECT path, reason FROM skipped ORDER BY path")
-            return dict(rows.fetchall())
-        except sqlite3.OperationalError:
-            return {}
+        rows = self._conn().execute("SELECT path, reason FROM skipped ORDER BY path")
+        return dict(rows.fetchall())
 
     def set_skipped(self, entries: Sequence[tuple[str, float, int, str]],
                     forget: Sequence[str] = ()) -> None:
@@ -453,11 +435,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
             )
 
     @staticmethod
-    def _delete_file(conn: sqlite3.Connection, path: str, removed: list[int] | None = None
-                     ) -> None:
-        if removed is not None:
-            removed.extend(r[0] for r in conn.execute(
-                "SELECT rowid FROM chunks WHERE path = ?", (path,)))
+    def _delete_file(conn: sqlite3.Connection, path: str) -> None:
         conn.execute(
             "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)",
             (path,),
@@ -479,3 +457,180 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         else:
             conn.commit()
 
+    # ---- note records ------------------------------------------------------------------------
+
+    _FILE_COLS = "path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at"
+
+    def files(self) -> dict[str, FileRecord]:
+        """Every note's record: for a caller that needs them all. The writer reads
+        :meth:`file_stats` and then :meth:`files_of` the notes that changed (building a record
+        of every note cost a save 1.1 s and 65 MB at 400k chunks in 44k notes)."""
+        conn = self._conn()
+        tags: dict[str, list[str]] = {}
+        for path, tag in conn.execute("SELECT path, tag FROM file_tags ORDER BY rowid"):
+            tags.setdefault(path, []).append(tag)
+        return {
+            row[0]: _file_record(row, tags.get(row[0], ()))
+            for row in conn.execute(f"SELECT {self._FILE_COLS} FROM files")
+        }
+
+    def files_of(self, paths: Iterable[str]) -> dict[str, FileRecord]:
+        """The records of those of ``paths`` that are indexed (any number of paths; the others
+        are left out): what a write reads, so that it costs the notes it changes."""
+        tags: dict[str, list[str]] = {}
+        wanted = list(dict.fromkeys(paths))
+        for path, tag in self._rows_in(
+                "SELECT path, tag FROM file_tags WHERE path IN ({marks}) ORDER BY rowid", wanted):
+            tags.setdefault(path, []).append(tag)
+        return {
+            row[0]: _file_record(row, tags.get(row[0], ()))
+            for row in self._rows_in(
+                f"SELECT {self._FILE_COLS} FROM files WHERE path IN ({{marks}})", wanted)
+        }
+
+    def paths_under(self, folder: str) -> list[str]:
+        """The indexed notes inside ``folder`` (a relative path; any depth), by the path index
+        rather than a walk through every record."""
+        # A range of the primary key: the paths that start with "folder/" sort between it
+        # and "folder0" ("0" follows "/"), case-sensitively, as the paths are.
+        base = folder.rstrip("/")
+        return [r[0] for r in self._conn().execute(
+            "SELECT path FROM files WHERE path >= ? AND path < ? ORDER BY path",
+            (base + "/", base + "0"))]
+
+    def file_stats(self) -> dict[str, tuple[float, int]]:
+        """``{path: (mtime, size)}`` of every indexed note: what a freshness check and a
+        scan's diff compare, without building a record (and reading the tags) of each note."""
+        return {path: (mtime, size) for path, mtime, size in
+                self._conn().execute("SELECT path, mtime, size FROM files")}
+
+    def file(self, path: str) -> FileRecord | None:
+        return self.files_of([path]).get(path)
+
+    # ---- keywords (FTS5) ------------------------------------------------------------------
+
+    def keyword_search(
+        self, match: str, limit: int, paths: set[str] | None = None,
+        weights: Sequence[float] = (4.0, 1.0),
+    ) -> list[tuple[str, float]]:
+        """The ``limit`` best chunks by FTS5's own ``bm25()`` (higher is better), title hits
+        weighing ``weights[0]`` x a body hit.
+
+        Unfiltered, ranked and cut inside FTS5 before the join: joining every match to its
+        chunk row first (a common word matches half a vault) cost more than the ranking. With
+        ``paths``, the ranked rows are streamed and filtered until ``limit`` pass, so a narrow
+        filter still gets its best matches, at about the cost of the unfiltered query: an
+        ``IN`` over thousands of rowids or paths made SQLite 20-100x slower (measured).
+        """
+        conn = self._conn()
+        w_title, w_body = (float(w) for w in weights)
+        try:
+            if paths is None:
+                rows = conn.execute(
+                    "SELECT c.id, f.rank FROM (SELECT rowid, bm25(chunks_fts, ?, ?) AS rank "
+                    "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank, rowid LIMIT ?) f "
+                    "JOIN chunks c ON c.rowid = f.rowid ORDER BY f.rank, f.rowid",
+                    (w_title, w_body, match, limit),
+                ).fetchall()
+                return [(cid, -float(rank)) for cid, rank in rows]
+            out: list[tuple[str, float]] = []
+            for cid, path, rank in conn.execute(
+                    "SELECT c.id, c.path, bm25(chunks_fts, ?, ?) AS rank FROM chunks_fts "
+                    "JOIN chunks c ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? "
+                    "ORDER BY rank, chunks_fts.rowid", (w_title, w_body, match)):
+                if path in paths:
+                    out.append((cid, -float(rank)))
+                    if len(out) >= limit:
+                        break
+            return out
+        except sqlite3.OperationalError as exc:
+            raise ValueError(f"keyword query could not be parsed: {exc}") from exc
+
+    def phrase_exists(self, match: str) -> bool:
+        """Whether any chunk holds what the FTS expression asks for (found at its first match)."""
+        return self._conn().execute(
+            "SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (match,)).fetchone() \
+            is not None
+
+    def phrase_holders(self, match: str, ids: Iterable[str], scan: int = 2000) -> set[str]:
+        """Which of the chunks ``ids`` the FTS expression matches, at a cost bounded by the
+        candidates, not the vault: a phrase held by at most ``scan`` chunks, or by at most
+        :data:`_READ_PER_SEEK` per candidate, is read whole (its rowids only: about 0.3 us a row
+        at 96k chunks); a commoner one is tested chunk by chunk (FTS5 seeks each rowid, 30-70 us
+        each). Listing every holder of "file" (39k rows) took 11-13 ms; 150 seeks of "line"
+        (7k rows) 10.6 ms where reading its rows took 3."""
+        conn = self._conn()
+        rowid_of = dict(self._rows_in("SELECT rowid, id FROM chunks WHERE id IN ({marks})", ids))
+        if not rowid_of:
+            return set()
+        rows = conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?",
+                            (match, scan + 1)).fetchall()
+        if len(rows) > scan and conn.execute(
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",  # (no row read)
+                (match,)).fetchone()[0] <= _READ_PER_SEEK * len(rowid_of):
+            rows = conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                (match,)).fetchall()
+            scan = len(rows)
+        if len(rows) <= scan:
+            return {rowid_of[r[0]] for r in rows if r[0] in rowid_of}
+        held: set[str] = set()
+        for batch in _batched(list(rowid_of), 500):
+            sql = ("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN "
+                   f"({','.join('?' * len(batch))})")
+            held.update(rowid_of[r[0]] for r in conn.execute(sql, (match, *batch)))
+        return held
+
+    def phrase_chunk_ids(self, match: str) -> set[str]:
+        """Every chunk the FTS expression matches (unranked): the sections holding a phrase."""
+        conn = self._conn()
+        rows = conn.execute(
+            "SELECT c.id FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH ?",
+            (match,),
+        )
+        return {r[0] for r in rows}
+
+    # ---- the vector cache: vectors keyed by the hash of the embedded text --------------------
+
+    def vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        sql = "SELECT embed_hash, vector FROM vectors WHERE embed_hash IN ({marks})"
+        return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in self._rows_in(sql, hashes)}
+
+    def sample_vectors(self, n: int) -> list[np.ndarray]:
+        """Cached vectors of up to ``n`` indexed chunks spread over the table, the most recently
+        written among them (the one a crash most likely left out of Chroma's graph)."""
+        conn = self._conn()
+        top = conn.execute("SELECT max(rowid) FROM chunks").fetchone()[0]
+        if not top:
+            return []
+        rng = random.Random(int(top))
+        starts = sorted({int(top), *(rng.randint(1, int(top)) for _ in range(max(0, n - 1)))})
+        found: dict[int, np.ndarray] = {}
+        for start in starts:
+            row = conn.execute(
+                "SELECT c.rowid, v.vector FROM chunks c JOIN vectors v "
+                "ON v.embed_hash = c.embed_hash WHERE c.rowid >= ? ORDER BY c.rowid LIMIT 1",
+                (start,),
+            ).fetchone()
+            if row is not None:
+                found[row[0]] = np.frombuffer(row[1], dtype=np.float32)
+        return list(found.values())
+
+    def put_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        if not vectors:
+            return
+        conn = self._conn()
+        with conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors (embed_hash, vector) VALUES (?, ?)",
+                [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
+            )
+
+    def gc_vectors(self) -> int:
+        """Drop cached vectors no chunk uses any more; returns how many went."""
+        conn = self._conn()
+        with conn:
+            cur = conn.execute(
+                "DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)"
+            )
+        return cur.rowcount

@@ -74,19 +74,16 @@ CREATE TABLE IF NOT EXISTS skipped (
     size INTEGER NOT NULL,
     reason TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS vector_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL);
-CREATE TRIGGER IF NOT EXISTS vector_journal_add AFTER INSERT ON chunks
-BEGIN INSERT INTO vector_journal (id) VALUES (new.id); END;
-CREATE TRIGGER IF NOT EXISTS vector_journal_drop AFTER DELETE ON chunks
-BEGIN INSERT INTO vector_journal (id) VALUES (old.id); END;
-CREATE TRIGGER IF NOT EXISTS vector_journal_move AFTER UPDATE OF id, path, embed_hash ON chunks
-BEGIN INSERT INTO vector_journal (id) VALUES (old.id), (new.id); END;
-CREATE TRIGGER IF NOT EXISTS vector_journal_vector AFTER INSERT ON vectors
-BEGIN INSERT INTO vector_journal (id) SELECT id FROM chunks WHERE embed_hash = new.embed_hash; END;
 """
-# The vector journal names every chunk whose row of the vector table (id, note, vector) may have
-# changed, in order, so a reader patches the writer's last snapshot with what changed since
-# (vector_snapshot.load_patched) instead of reading every vector again after a one-note save.
+_RETIRED = """
+DROP TRIGGER IF EXISTS vector_journal_add;
+DROP TRIGGER IF EXISTS vector_journal_drop;
+DROP TRIGGER IF EXISTS vector_journal_move;
+DROP TRIGGER IF EXISTS vector_journal_vector;
+DROP TABLE IF EXISTS vector_journal;
+"""
+"""What manifests made before December 2026 kept for processes that read the index beside its
+holder (a journal of changed vectors); dropped at the next open, nothing else changes."""
 
 # Tables every manifest of this schema has had from the start: one missing means damage. (Tables
 # added later, like ``skipped``, are created by the next write open instead.)

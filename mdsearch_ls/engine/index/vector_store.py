@@ -12,20 +12,20 @@ embedder, which downloads a model, can never run.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
 import os
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import chromadb
+import numpy as np
+from chromadb.api.shared_system_client import SharedSystemClient
+from chromadb.config import Settings as ChromaSettings
 
 from mdsearch_ls.engine.errors import VectorServerError
+from mdsearch_ls.engine.index import chroma_server
 from mdsearch_ls.engine.locations import FileRecord, Location
-
-if TYPE_CHECKING:
-    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -40,39 +40,6 @@ def chunk_metadata(loc: Location, file: FileRecord | None) -> dict[str, str | in
         "mtime": float(file.mtime) if file else 0.0,
         "tags": ("," + ",".join(file.tags) + ",") if file and file.tags else "",
     }
-
-
-def folder_fingerprint(path: Path) -> str:
-    """Every file of a local Chroma folder by name, size and mtime, hashed ("" when there is
-    none): equal only while nothing has written to the folder. Chroma's own open runs a write
-    transaction on its SQLite file that changes nothing but the file's mtime and the change
-    counter in its header (measured), so that file counts by its size and its first page with
-    the counter left out (a write through the writer clears the clean-close token first). This
-    is taken before the client opens, and recorded after it closes."""
-    files = []
-    for d, _, names in os.walk(path):
-        for name in names:
-            full = os.path.join(d, name)
-            with contextlib.suppress(OSError):
-                st = os.stat(full)
-                stamp: object = st.st_mtime_ns
-                if name == "chroma.sqlite3":
-                    with open(full, "rb") as f:
-                        head = bytearray(f.read(4096))
-                    head[24:28] = head[92:96] = b"\0\0\0\0"  # change counter, its copy
-                    stamp = hashlib.sha1(head).hexdigest()
-                files.append(f"{os.path.relpath(full, path)}:{st.st_size}:{stamp}")
-    return hashlib.sha1("\n".join(sorted(files)).encode()).hexdigest() if files else ""
-
-
-def sealed_as(manifest: Any, fingerprint: str) -> bool:
-    """Whether the manifest says the local store was last closed cleanly, at this generation,
-    with nothing left behind by a deferred writer, and with its folder as ``fingerprint`` finds
-    it now: what a count and a probe would check, known without reading Chroma's graph."""
-    clean = manifest.get_meta(STORE_CLEAN) or ""
-    recorded = manifest.get_meta(STORE_FILES)
-    return (clean.split(" ")[0] == str(manifest.generation) and not manifest.get_meta(BEHIND)
-            and bool(recorded) and fingerprint == recorded)
 
 
 class StoreError(RuntimeError):
@@ -92,13 +59,8 @@ MARKER_KEY = "mdsearch_clean"
 """Collection metadata: the token of the writer's last clean close, also kept in the manifest;
 the two agree only when no write reached the collection since (see ``Indexer``)."""
 STORE_CLEAN = "store_clean"
-"""Manifest meta: the generation at which the writer last closed Chroma cleanly ("" while a
-writer may have written Chroma past the manifest)."""
-DEFERRED = "deferred"  # what STORE_CLEAN holds after a writer that left Chroma behind
-STORE_FILES = "store_files"
-"""Manifest meta: :func:`folder_fingerprint` of Chroma's folder at the last clean close."""
-BEHIND = "chroma_behind"
-"""Manifest meta: the notes a :class:`DeferredStore` writer wrote without Chroma (JSON)."""
+"""Manifest meta: the generation at which the holder last closed Chroma cleanly ("" while a
+holder may have written Chroma past the manifest)."""
 VECTORS_AT = "vectors_at"
 """Manifest meta: where the last writer kept the vectors (a Chroma server's URL, "" for the index
 folder), so an open that keeps them elsewhere can say why it copies every one of them."""
@@ -107,54 +69,10 @@ LABEL_KEY = "mdsearch_index"
 for a person listing the server's collections."""
 
 
-class DeferredStore:
-    """The vector store of a writer that leaves Chroma behind: a CLI search that updates a few saved
-    notes before it searches, and the background process (every write, a whole look at the
-    notes included; a rebuild needs the real store). Importing Chroma and reading its graph
-    back to write them cost more (seconds at 96k chunks) than the rest of such a search, and no
-    search reads Chroma while the manifest's vectors answer. Nothing is written here: the
-    indexer's first write clears the manifest's clean-close token, and the notes written are
-    listed in the manifest (:data:`BEHIND`), so the next writer that opens Chroma compares its
-    ids with the manifest, then writes those notes' chunks from the vector cache, without the
-    model."""
-
-    remote = False
-    released = True  # holds nothing: closing it seals nothing
-
-    def __init__(self, clears_to: str, note_behind: Callable[[set[str]], None]) -> None:
-        self.clears_to = clears_to
-        """What the manifest's clean-close token becomes at the first write: "deferred" (the
-        next open catches Chroma up quietly), or "" when a writer that died had left it so
-        (that open repairs, and says so)."""
-        self._note_behind = note_behind
-
-    def set_marker(self, token: str) -> None:
-        pass
-
-    def upsert(self, ids: Sequence[str], vectors: Any, metadatas: Sequence[Mapping[str, Any]]
-               ) -> None:
-        self._note_behind({str(m["path"]) for m in metadatas})
-
-    def delete(self, ids: Sequence[str]) -> None:
-        pass  # the next open's comparison of ids drops them
-
-    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]
-                        ) -> None:
-        self._note_behind({str(m["path"]) for m in metadatas})
-
-    def reset(self) -> None:
-        raise RuntimeError("a rebuild needs the vector store: open the index without deferring "
-                           "it")
-
-    def close(self) -> None:
-        pass
-
-
 class ChromaStore:
     """One collection of one embedding space: in a persistent Chroma directory (``path``), or on
     a Chroma server (``url``, see :mod:`.chroma_server`) when the settings name one."""
 
-    clears_to = ""  # the clean-close token while a write may have reached Chroma alone
     written = False
     """Whether anything was written to the collection through this object (sealing checks the
     counts then: the graph is in memory anyway)."""
@@ -168,10 +86,7 @@ class ChromaStore:
         url: str | None = None,
         space: str | None = None,
         label: str = "",
-        opened: bool = True,
     ) -> None:
-        """``opened=False``: a local store that its writer trusts as sealed, opened on its first
-        use as a released one is (a server's first answer does not wait for Chroma's import)."""
         _quiet_chroma()
         self.path = path
         self.url = url
@@ -180,24 +95,18 @@ class ChromaStore:
         # collections with the same key are this index's other spaces.
         self._suffix = collection[len(space):] if space and collection.startswith(space) else ""
         self._label = {LABEL_KEY: label} if url and label else {}
-        self._client_ref: Any = None
-        self._col_ref: Any = None
-        self._released = False
-        self._reopen_lock = threading.RLock()
+        self._client: Any = None
+        self._col: Any = None
         self._want_batch, self._max_batch = batch_size, 0
         if url is not None:
-            from mdsearch_ls.engine.index import chroma_server
-
             self._client = chroma_server.Retrying(chroma_server.connect(url), url)
             try:
                 self._col = self._open_collection(collection)
             except BaseException:
                 self.close()
                 raise
-        elif opened:
-            self._open_local(path, collection)
         else:
-            self._released = True
+            self._open_local(path, collection)
 
     @property
     def max_batch(self) -> int:
@@ -210,61 +119,12 @@ class ChromaStore:
     def batch_size(self) -> int:
         return max(1, min(self._want_batch, self.max_batch))
 
-    # Chroma keeps a collection's whole HNSW graph in memory from its first write or query
-    # (200 MB at 96k chunks) until its client closes: a long-running writer releases it when idle
-    # (:meth:`release`) and the next use opens it again, as it was.
-
-    @property
-    def _client(self) -> Any:
-        if self._released:
-            self._reopen()
-        return self._client_ref
-
-    @_client.setter
-    def _client(self, client: Any) -> None:
-        self._client_ref = client
-
-    @property
-    def _col(self) -> Any:
-        if self._released:
-            self._reopen()
-        return self._col_ref
-
-    @_col.setter
-    def _col(self, col: Any) -> None:
-        self._col_ref = col
-
-    @property
-    def released(self) -> bool:
-        """Whether the client is closed (by :meth:`release`, or not opened yet) and nothing has
-        needed it since."""
-        return self._released
-
-    def release(self) -> None:
-        """Close a local store's client and give its memory back; any later call opens it again
-        (about a second at 96k chunks, when the graph is read back). A server's store is left
-        open: its graph lives in the server."""
-        with self._reopen_lock:
-            if self.url is not None or self._released or self._client_ref is None:
-                return
-            self.close()
-            self._released = True
-
-    def _reopen(self) -> None:
-        with self._reopen_lock:
-            if self._released:
-                self._released = False
-                self._open_local(self.path, self.name)
-
     @property
     def remote(self) -> bool:
         """Whether the vectors live on a Chroma server rather than in the index folder."""
         return self.url is not None
 
     def _open_local(self, path: Path | None, collection: str) -> None:
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
-
         if path is None:
             raise ValueError("a local store needs a path")
         path.mkdir(parents=True, exist_ok=True)
@@ -288,9 +148,7 @@ class ChromaStore:
             embedding_function=None,
         )
         if self.url is not None:
-            from mdsearch_ls.engine.index.chroma_server import Retrying
-
-            return Retrying(col, self.url)
+            return chroma_server.Retrying(col, self.url)
         return col
 
     def marker(self) -> str | None:
@@ -324,8 +182,6 @@ class ChromaStore:
         identical one), so a handful of lookups tell a sound graph from a broken one. One miss
         is tolerated: the graph is approximate.
         """
-        import numpy as np
-
         missed = 0
         for v in vectors:
             try:
@@ -351,8 +207,6 @@ class ChromaStore:
     def upsert(
         self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[Metadata]
     ) -> None:
-        import numpy as np
-
         if not ids:
             return
         if len(ids) != len(vectors) or len(ids) != len(metadatas):
@@ -408,8 +262,6 @@ class ChromaStore:
         ids: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Nearest chunks as (id, cosine similarity), best first."""
-        import numpy as np
-
         total = self.count()
         if total == 0 or k <= 0:
             return []
@@ -425,8 +277,7 @@ class ChromaStore:
                 return []
             kwargs["ids"] = list(ids)
             kwargs["n_results"] = min(kwargs["n_results"], len(ids))
-        with self._reopen_lock:  # a search thread's query is not closed under it by release()
-            res = self._col.query(**kwargs)
+        res = self._col.query(**kwargs)
         found = res["ids"][0] if res["ids"] else []
         dists = res["distances"][0] if res.get("distances") else []
         return [(cid, 1.0 - float(d)) for cid, d in zip(found, dists, strict=False)]
@@ -452,9 +303,8 @@ class ChromaStore:
         """Release this directory's Chroma system (files, threads) once no other client of the
         same directory in this process uses it. Chroma counts its clients per directory, so the
         other folders' indexes open in the same server are not affected."""
-        self._col_ref = None
-        self._released = False
-        client, self._client_ref = self._client_ref, None
+        self._col = None
+        client, self._client = self._client, None
         client = getattr(client, "target", client)  # a server's client, unwrapped
         if client is not None:
             try:
@@ -470,10 +320,6 @@ def _forget_system(path: Path) -> None:
     starting it failed, so without this every later open of the same path (after the damaged
     folder was moved aside and a new one made) would get the broken one back.
     """
-    try:
-        from chromadb.api.shared_system_client import SharedSystemClient
-    except ImportError:  # pragma: no cover - a Chroma without it has no such cache
-        return
     systems = getattr(SharedSystemClient, "_identifier_to_system", {})
     system = systems.pop(str(path), None)
     getattr(SharedSystemClient, "_identifier_to_refcount", {}).pop(str(path), None)

@@ -8,22 +8,24 @@ not stored: only the writer stores).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.index.identity import sha1
+from mdsearch_ls.engine.notes import chunking
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.hits import Related
 from mdsearch_ls.engine.search.requests import RelatedRequest
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.index.manifest import Manifest
-    from mdsearch_ls.engine.notes import chunking
     from mdsearch_ls.engine.search.searcher import Searcher
 
 
@@ -57,6 +59,15 @@ def _nearest(chunks: list[chunking.Chunk], line: int, n: int) -> list[chunking.C
     return sorted(keep, key=lambda c: c.ordinal)
 
 
+def mean_vector(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
+    """The normalised centroid of a section's chunk vectors (its "meaning" for related)."""
+    if not vectors:
+        return None
+    v = np.mean(np.stack(vectors), axis=0)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
 def related_sections(
     request: RelatedRequest,
     rel: str,
@@ -73,11 +84,6 @@ def related_sections(
     ``reading`` guards each read of the index (see ``Workspace._reading``), so a read-only
     index that another process rebuilds is reopened rather than read half-written.
     """
-    import numpy as np
-
-    from mdsearch_ls.engine.notes import chunking  # the parser: not needed by a search
-    from mdsearch_ls.engine.search.vectors import mean_vector
-
     text = request.text
     if text is not None and over_limit(text, settings.max_file_bytes):
         return Related(None, [])

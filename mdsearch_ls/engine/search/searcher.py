@@ -32,15 +32,11 @@ if TYPE_CHECKING:
 
     from mdsearch_ls.engine.index.manifest import Manifest
     from mdsearch_ls.engine.index.vector_store import ChromaStore
-    from mdsearch_ls.engine.search.vectors import PatchedTable, VectorTable
 
-# Every process (the CLI, an editor's server, the MCP server) searches the writer's snapshot of
-# its state, or the last one patched: exact below ivf.MIN_ROWS rows, through its IVF lists from
-# there. Without one (none left yet, or too far behind to patch) readers rank exactly from the
-# manifest's vectors, and so does the writer below this many chunks (150 MB in its memory); from
-# it the writer asks Chroma (a where-clause below BROAD_FILTER_SHARE of notes, else over-fetch).
-EXACT_MAX_CHUNKS = 100_000
 BROAD_FILTER_SHARE = 0.5
+"""A filter that lets at least this share of the notes through is run as an over-fetch of the
+nearest chunks, dropping the others; a narrower one as a Chroma ``where`` on the notes' paths
+(a ``$in`` over thousands of paths cost Chroma more than the over-fetch)."""
 
 
 @dataclass
@@ -55,18 +51,15 @@ class _Collapse:
 
 
 class Searcher:
-    """Read side of one index. Thread-safe; never blocks on the writer.
-
-    ``store`` None is the read-only side of an index another process writes: Chroma is not
-    process-safe, so every vector query is then answered exactly from the manifest's vectors
-    (SQLite is), as filtered queries always are. ``params`` may be replaced whole at any time
-    (it is frozen); cached results are keyed by it.
+    """Read side of one index: semantic candidates from the Chroma collection, keyword ones
+    from FTS5, fused here. Thread-safe; never blocks on the writer. ``params`` may be replaced
+    whole at any time (it is frozen); cached results are keyed by it.
     """
 
     def __init__(
         self,
         manifest: Manifest,
-        store: ChromaStore | None,
+        store: ChromaStore,
         embedder: Any,
         *,
         per_file: int = 2,
@@ -82,10 +75,8 @@ class Searcher:
         self._cache = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self.cache_hits = self._forgotten = 0
+        self.cache_hits = 0
         self.notes = NoteLookups(manifest)
-        self._table: VectorTable | PatchedTable | None = None
-        self._table_lock = threading.Lock()
 
     # -- note-level lookups --
 
@@ -131,7 +122,7 @@ class Searcher:
         filters = inline if filters is None else filters.merged(inline)
         per_file = self.per_file if per_file is None else per_file
         key = (text, filters.key(), preferred, mode, fusion, k, per_file, params,
-               self.manifest.generation, self._forgotten)
+               self.manifest.generation)
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:
@@ -140,8 +131,7 @@ class Searcher:
         if cached is None:
             cached = self._search(text, k, mode, filters, preferred, per_file, fusion, params)
             with self._lock:
-                if key[-1] == self._forgotten:  # not ranked by a table forgotten meanwhile
-                    self._cache[key] = cached
+                self._cache[key] = cached
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         hits, notes = cached
@@ -246,8 +236,7 @@ class Searcher:
             # keyword.or_terms), so only hybrid asks for them.
             match = keyword.build_match(text, must, pairs=mode == "hybrid")
             if match:
-                terms = None if must else keyword.or_terms(text, pairs=mode == "hybrid")
-                args = (match, pool, allowed, (params.title_column_weight, 1.0), terms)
+                args = (match, pool, allowed, (params.title_column_weight, 1.0))
                 if qvec is not None:
                     leg = keyword_leg(self.manifest.keyword_search, *args)
                 else:
@@ -295,20 +284,6 @@ class Searcher:
         return ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
                             query=text, scale=scale)
 
-    def _nearest(
-        self,
-        qvec: np.ndarray,
-        pool: int,
-        allowed: set[str] | None,
-        phrase_ids: set[str] | None,
-    ) -> list[tuple[str, float]]:
-        """Semantic candidates from the vector table (exact, or its snapshot's IVF lists), or
-        Chroma's for a large writer without a snapshot of its state (:data:`EXACT_MAX_CHUNKS`)."""
-        table = self._vector_table()
-        if table is not None:
-            return table.nearest(qvec, pool, allowed, phrase_ids)
-        return self._chroma_nearest(qvec, pool, allowed, phrase_ids)
-
     def _candidates(
         self,
         semantic: Sequence[tuple[str, float]],
@@ -334,15 +309,16 @@ class Searcher:
                 by_id[cid].keyword_rank, by_id[cid].bm25 = rank, bm25
         return list(by_id.values())
 
-    def _chroma_nearest(
+    def _nearest(
         self,
         qvec: np.ndarray,
         pool: int,
         allowed: set[str] | None,
         phrase_ids: set[str] | None,
     ) -> list[tuple[str, float]]:
-        """Semantic candidates from Chroma: unfiltered queries, and filtered ones in an index
-        too large for the in-memory table (the caller drops notes a filter does not allow)."""
+        """The ``pool`` nearest chunks from the Chroma collection, among the notes a filter
+        allows (the caller drops any other an over-fetch brings) and the chunks holding a
+        required phrase."""
         where, sem_pool = None, pool
         if allowed is not None:
             total = self.notes.count()
@@ -355,44 +331,7 @@ class Searcher:
             else:
                 where = {"path": {"$in": sorted(allowed)}}
         ids = sorted(phrase_ids) if phrase_ids is not None else None
-        assert self.store is not None  # a read-only searcher always has the vector table
         return self.store.query(qvec, sem_pool, where=where, ids=ids)
-
-    def _vector_table(self) -> VectorTable | PatchedTable | None:
-        """The vectors of this state (mapped, or read whole), reloaded when the index changed or
-        a snapshot of a state read whole appeared; None: the writer asks Chroma instead."""
-        from mdsearch_ls.engine.search.vectors import VectorTable, snapshot_table, superseded
-
-        gen = self.manifest.generation
-        table = self._table
-        if table is not None and table.generation == gen and not superseded(self.manifest, table):
-            return table
-        with self._table_lock:
-            table = self._table
-            if table is not None and table.generation == gen:
-                if not superseded(self.manifest, table):
-                    return table
-                with self._lock:  # its answers: ranked as no other process now ranks them
-                    self._cache.clear()
-                    self._forgotten += 1
-
-            mapped = snapshot_table(self.manifest, gen)
-            if (mapped is None and self.store is not None
-                    and self.manifest.counts()[1] >= EXACT_MAX_CHUNKS):
-                return None
-            self._table = mapped or VectorTable(gen, *self.manifest.vector_table())
-            return self._table
-
-    def leave_snapshot(self, remap: bool = False) -> None:
-        """Leave this generation's vectors for readers to map (``remap``: map them here too)."""
-        from mdsearch_ls.engine.index import vector_snapshot
-
-        wrote = vector_snapshot.leave(self.manifest, self._table)
-        if remap and (wrote or self._table is None or not self._table.mapped):
-            self._table = None  # its own memory given back: the next search maps the files
-            with self._lock:  # and ranks as readers do (from ivf.MIN_ROWS: by their lists)
-                self._cache.clear()
-                self._forgotten += 1
 
     def _fill_cosines(self, cands: Iterable[Candidate], qvec: np.ndarray) -> None:
         import numpy as np
@@ -469,20 +408,10 @@ class Searcher:
     ) -> list[Hit]:
         """Sections nearest to ``vector`` in other notes, boilerplate pushed down, one per note."""
         pool = max(30, k * 8)
-        table = self._vector_table()
-        if table is not None:
-            # the note's own chunks are dropped after: over-fetch by as many as it has
-            own = table.rows_of_path.get(exclude_path or "")
-            extra = 0 if own is None else int(own.size)
-            own_ids = set() if own is None else {table.id_at(int(r)) for r in own}
-            found = [hit for hit in table.nearest(vector, pool + extra, None, None)
-                     if hit[0] not in own_ids][:pool]
-        else:
-            assert self.store is not None  # no table only when Chroma is there to ask
-            # Unfiltered, over-fetching by the note's own chunks (dropped below): Chroma's
-            # `where path $ne` cost 41 ms a query at 10k chunks, an unfiltered one 7 ms.
-            record = self.manifest.file(exclude_path) if exclude_path else None
-            found = self.store.query(vector, pool + (len(record.chunk_ids) if record else 0))
+        # Unfiltered, over-fetching by the note's own chunks (dropped below): Chroma's
+        # `where path $ne` cost 41 ms a query at 10k chunks, an unfiltered one 7 ms.
+        record = self.manifest.file(exclude_path) if exclude_path else None
+        found = self.store.query(vector, pool + (len(record.chunk_ids) if record else 0))
         if not found:
             return []
         records = self.manifest.get_chunks([cid for cid, _ in found])

@@ -36,14 +36,13 @@ from typing import Any
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import Embedder
-from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError, RequestError
+from mdsearch_ls.engine.errors import IndexLockedError, MdsearchError, RequestError
 from mdsearch_ls.engine.index.layout import IndexState, index_dir_of, refuse_broad_root
 from mdsearch_ls.engine.index.report import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.notes import files as sources
 from mdsearch_ls.engine.search.hits import Related, SearchResult
 from mdsearch_ls.engine.search.requests import RelatedRequest, SearchRequest
 from mdsearch_ls.engine.service.channel import ChannelError, Endpoint
-from mdsearch_ls.engine.service.idle import IdleTimer
 from mdsearch_ls.engine.service.reading import read_checked
 from mdsearch_ls.engine.service.remote import RemoteAids, RemoteIndex, find_holder, holder_record
 from mdsearch_ls.engine.states import FolderState, IndexPhase, Progress
@@ -57,9 +56,6 @@ RETRY_LOCKED_S = 0.2
 between taking its lock and listening: a few milliseconds)."""
 LOCKED_WAIT_S = 10.0
 """How long it keeps looking before it says another process holds the index and won't answer."""
-REST_AFTER_S = 60.0
-"""How long the writer waits without a write before it releases the vector store's memory
-(``Workspace.rest``); the next save opens it again, in about a second at 96k chunks."""
 FIRST_LOOK_WAIT_S = 30.0
 """How long a search waits for the first look at the notes under way (a holder that just
 took the folder) before it answers from the index as it is, saying so."""
@@ -123,7 +119,6 @@ class IndexedFolder:
         self._endpoint: Endpoint | None = None
         self._writer = 0
         """The writer thread's ident (set by its first job)."""
-        self._idle = IdleTimer(REST_AFTER_S, lambda: self.submit(self._rest))
 
     @property
     def index_dir(self) -> Path:
@@ -150,20 +145,12 @@ class IndexedFolder:
         try:
             return fn(*args)
         except Exception as exc:
-            log.log(logging.WARNING if isinstance(exc, BroadRootError | ChannelError)
-                    else logging.ERROR, "%s: %s failed: %s", self.name,
-                    getattr(fn, "__name__", fn), exc,
-                    exc_info=not isinstance(exc, BroadRootError | ChannelError))
+            said = isinstance(exc, MdsearchError | ChannelError)  # a sentence for a person
+            if self.hooks.role != "command" or not said:  # (a command says it itself)
+                log.log(logging.WARNING if said else logging.ERROR, "%s: %s failed: %s",
+                        self.name, getattr(fn, "__name__", fn), exc, exc_info=not said)
             self.last_error = str(exc)
             raise
-        finally:  # the writer's idle time counts from its last job
-            if fn != self._rest and not self.closed:
-                self._idle.touch()
-
-    def _rest(self) -> None:
-        if self.ws is not None and not self.closed and self.ws.rest():
-            log.info("%s: idle: the vector store's memory released", self.name)
-            self.hooks.on_change()
 
     # ---- holding, or asking the holder --------------------------------------------------------
 
@@ -240,8 +227,7 @@ class IndexedFolder:
         # Imported here, the one such import: a process that asks a holder (a CLI search, the
         # second editor window) never needs the stores, the indexer or Chroma (~70 ms, 25 MB).
         try:
-            ws = Workspace.open(self.root, self.settings, embedder=self.embedder,
-                                role=self.hooks.role)
+            ws = Workspace.open(self.root, self.settings, embedder=self.embedder)
         except IndexLockedError:
             return False
         endpoint = self.hooks.endpoint()
@@ -574,7 +560,6 @@ class IndexedFolder:
             remote.close()
 
     def _cancel_timers(self) -> None:
-        self._idle.cancel()
         if self._timer is not None:
             self._timer.cancel()
 

@@ -11,6 +11,7 @@ who holds the index (maybe no one now: then it holds it itself).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import typing
@@ -170,8 +171,7 @@ class RemoteAids:
 
         method = getattr(WritingAids, name)
         answer_type = typing.get_type_hints(method)["return"]
-        names = method.__code__.co_varnames[1:method.__code__.co_argcount
-                                             + method.__code__.co_kwonlyargcount]
+        names = list(inspect.signature(method).parameters)[1:]
 
         def call(*args: Any, **kwargs: Any) -> Any:
             kwargs.update(zip(names, args, strict=False))

@@ -14,11 +14,12 @@ columns.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +90,18 @@ class LinkSuggestion:
     line: int
     column: int
     new_text: str
+
+def _reading(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Damage a read of the index meets is said as the index's damage, with what heals it (and
+    the next open checks every page), not as a bare SQLite error."""
+
+    @functools.wraps(method)
+    def guarded(self: WritingAids, *args: Any, **kwargs: Any) -> Any:
+        with self._ws._reading():
+            return method(self, *args, **kwargs)
+
+    return guarded
+
 
 class WritingAids:
     """Help while writing over one workspace's index. Any thread; nothing here writes."""
@@ -168,6 +181,7 @@ class WritingAids:
         return wikilink(view.resolver.link_name(path), heading, text)
     # ---- completion (engine/writing/completion.py) -------------------------------------------
 
+    @_reading
     def complete_link(self, path: str, text: str, line: int, column: int, *,
                       style: str | None = None, limit: int = 50,
                       semantic: bool = True) -> LinkCompletion | None:
@@ -180,6 +194,7 @@ class WritingAids:
 
     # ---- where a link goes ----------------------------------------------------------------
 
+    @_reading
     def resolve_link(self, path: str, text: str, line: int, column: int) -> LinkTarget | None:
         """The note (and heading or block) the link under the cursor goes to; None when the
         cursor is on no link or the link names nothing that exists."""
@@ -226,6 +241,7 @@ class WritingAids:
 
     # ---- related, not linked --------------------------------------------------------------
 
+    @_reading
     def related_linked(self, path: str, line: int, text: str | None, *, k: int,
                        min_score: float) -> LinkedRelated:
         """``related`` for the section at ``line`` (the same request the related command
@@ -236,6 +252,7 @@ class WritingAids:
         start = related.section.start_line if related.section is not None else None
         return LinkedRelated(start, related.hits, [h.path in linked for h in related.hits])
 
+    @_reading
     def suggest_link(self, path: str, text: str, line: int, *,
                      min_score: float | None = None) -> LinkSuggestion | None:
         """"Link to Note#Heading" for the section at ``line``: when its best related section in
@@ -269,6 +286,7 @@ class WritingAids:
 
     # ---- mentions and duplicates (engine/writing/mentions.py) --------------------------------
 
+    @_reading
     def unlinked_mentions(self, path: str, text: str, *, limit: int = 100,
                           style: str | None = None) -> list[hygiene.Mention]:
         """Other notes' names written as plain text in ``text``: the first mention of each note
@@ -279,6 +297,7 @@ class WritingAids:
         return [hygiene.with_replacement(m, self.link_to(m.path, path, None, m.text,
                                                          style=style)) for m in found]
 
+    @_reading
     def near_duplicates(self, path: str, *, min_score: float | None = None,
                         limit: int = 20) -> list[hygiene.Duplicate]:
         """Sections of note ``path`` (as indexed) almost identical to a section of another note
