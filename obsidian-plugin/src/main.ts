@@ -54,13 +54,13 @@ export default class MdsearchPlugin extends Plugin {
 
   override async onload(): Promise<void> {
     if (!Platform.isDesktopApp) {
-      new Notice('mdsearch runs its search server as a separate program, which needs the desktop app.');
+      new Notice('The mdsearch plugin runs its search server as a separate program, which needs the desktop app.');
       return;
     }
     await this.loadSettings();
     const adapter = this.app.vault.adapter;
     if (!(adapter instanceof FileSystemAdapter)) {
-      new Notice('mdsearch: this vault is not a folder on disk, so the server cannot index it.');
+      new Notice('This vault is not a folder on disk, so the mdsearch server cannot index it.');
       return;
     }
     this.root = adapter.getBasePath();
@@ -100,7 +100,6 @@ export default class MdsearchPlugin extends Plugin {
     this.addCommand({
       id: 'search',
       name: 'Search notes by meaning',
-      hotkeys: [{ modifiers: ['Mod', 'Shift'], key: 'm' }],
       callback: () => new SearchModal(this.app, this).open(),
     });
     this.addCommand({ id: 'open-related', name: 'Show related sections', callback: () => void this.showRelated() });
@@ -199,7 +198,7 @@ export default class MdsearchPlugin extends Plugin {
     }
     try {
       await client.reindex();
-      new Notice('mdsearch: rebuilding the index from the notes');
+      new Notice('Rebuilding the mdsearch index from the notes');
     } catch (error) {
       new Notice(`mdsearch: ${error instanceof Error ? error.message : String(error)}`);
     }

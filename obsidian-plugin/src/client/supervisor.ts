@@ -53,7 +53,7 @@ export interface SupervisorOptions {
 
 export class ServerSupervisor {
   private current: LspClient | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: number | undefined;
   private failures = 0;
   private noticed = false;
   private wanted = false;
@@ -116,7 +116,7 @@ export class ServerSupervisor {
   }
 
   private clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
+    window.clearTimeout(this.timer);
     this.timer = undefined;
   }
 
@@ -197,7 +197,7 @@ export class ServerSupervisor {
     }
     const generation = this.generation;
     this.clearTimer();
-    this.timer = setTimeout(() => {
+    this.timer = window.setTimeout(() => {
       this.timer = undefined;
       if (generation === this.generation && this.wanted) void this.start();
     }, inMs);

@@ -194,6 +194,7 @@ export class FileSystemAdapter {
 
 export class Vault extends Events {
   readonly adapter: FileSystemAdapter;
+  configDir = '.obsidian';
 
   constructor(readonly root: string) {
     super();
@@ -681,11 +682,32 @@ export abstract class EditorSuggest<T> {
 
 // ---- settings ---------------------------------------------------------------------------------
 
+/** A row of the declarative settings API (Obsidian 1.13+); the plugin uses `render` rows only. */
+export interface SettingDefinitionItem {
+  name: string;
+  desc?: string;
+  render?: (setting: Setting) => void;
+}
+
 export abstract class PluginSettingTab {
   containerEl: HTMLElement = asEl(new FakeEl());
   constructor(readonly app: App, _plugin: Plugin) {}
+  getSettingDefinitions(): SettingDefinitionItem[] {
+    return [];
+  }
   abstract display(): void;
   hide(): void {}
+
+  /** Test helper: what Obsidian 1.13+ does with the definitions (a row each: name, description,
+   * then the row's own render). */
+  renderDefinitions(): void {
+    const container = this.containerEl as unknown as FakeEl;
+    container.empty();
+    for (const item of this.getSettingDefinitions()) {
+      const setting = new Setting(this.containerEl).setName(item.name).setDesc(item.desc ?? '');
+      item.render?.(setting);
+    }
+  }
 }
 
 type Handler<V> = (value: V) => unknown;
@@ -754,6 +776,7 @@ export class Setting {
   name = '';
   desc = '';
   components: AnyComponent[] = [];
+  descEl: HTMLElement = asEl(new FakeEl());
 
   constructor(containerEl: HTMLElement) {
     (containerEl as unknown as FakeEl).settings.push(this);
@@ -766,6 +789,7 @@ export class Setting {
 
   setDesc(desc: string): this {
     this.desc = desc;
+    (this.descEl as unknown as FakeEl).setText(desc);
     return this;
   }
 
