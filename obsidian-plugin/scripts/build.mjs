@@ -6,9 +6,9 @@
 //                                       holding them in a folder named after the plugin id (unzip it
 //                                       into <vault>/.obsidian/plugins/). The repository's
 //                                       scripts/dist.sh copies dist/.
-//   node scripts/build.mjs --tests      out/test/*.test.js, where `obsidian` resolves to the
-//                                       stand-in module test/stub/obsidian.ts (the npm package holds
-//                                       types only)
+//   node scripts/build.mjs --tests      out/test/*.test.js and out/install/*.test.js, where
+//                                       `obsidian` resolves to the stand-in module
+//                                       test/stub/obsidian.ts (the npm package holds types only)
 // The plugin must build from this folder alone (so it can live in a repository of its own): a
 // bundle that reads a file outside it fails the build.
 import { builtinModules } from 'node:module';
@@ -42,12 +42,15 @@ function assertSelfContained(metafile) {
 }
 
 if (args.has('--tests')) {
+  // test/*.test.ts to out/test/ (npm test), test/install/*.test.ts to out/install/ (npm run
+  // test:install, which needs a folder of wheels)
   const dir = path.join(root, 'test');
-  const entryPoints = fs.readdirSync(dir).filter((f) => f.endsWith('.test.ts')).map((f) => path.join(dir, f));
-  fs.rmSync(path.join(root, 'out', 'test'), { recursive: true, force: true });
+  const entries = (sub, out) => fs.readdirSync(path.join(dir, sub)).filter((f) => f.endsWith('.test.ts'))
+    .map((f) => ({ in: path.join(dir, sub, f), out: path.join(out, f.replace(/\.ts$/, '')) }));
+  fs.rmSync(path.join(root, 'out'), { recursive: true, force: true });
   await esbuild.build({
-    entryPoints,
-    outdir: path.join(root, 'out', 'test'),
+    entryPoints: [...entries('.', 'test'), ...entries('install', 'install')],
+    outdir: path.join(root, 'out'),
     bundle: true,
     platform: 'node',
     format: 'cjs',

@@ -9,9 +9,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import MdsearchPlugin from '../src/main';
+import { privateEnvDir } from '../src/client/locate';
 import { EXECUTABLE_KEY } from '../src/client/settings';
 import { LinkSuggest } from '../src/ui/link-suggest';
 import { RELATED_VIEW, RelatedView } from '../src/ui/related-view';
+import { InstallModal } from '../src/ui/install-modal';
 import { SearchModal } from '../src/ui/search-modal';
 import { MdsearchSettingTab } from '../src/ui/settings-tab';
 import { listFiles, mdsearchExecutable, type TempVault, tempVault, until } from './helpers';
@@ -264,7 +266,7 @@ describe('the plugin in a stand-in Obsidian, on the real server', () => {
     tab.display();
     assert.deepEqual(el(tab.containerEl).settings.map((s) => [s.name, s.desc]), declared);
     const names = el(tab.containerEl).settings.map((s) => s.name);
-    assert.deepEqual(names, ['Path to mdsearch', 'Embedder backend', 'Include', 'Exclude', 'Results per search', 'Link suggestions by meaning', 'Index']);
+    assert.deepEqual(names, ['Path to mdsearch', 'Install mdsearch', 'Embedder backend', 'Include', 'Exclude', 'Results per search', 'Link suggestions by meaning', 'Index']);
     assert.match(Setting.named(tab.containerEl, 'Exclude').desc, /on top of \.obsidian\/, \.trash\//);
     const results = Setting.named(tab.containerEl, 'Results per search').components[0] as unknown as { change(v: string): Promise<void> };
     await results.change('7');
@@ -347,6 +349,40 @@ describe('the plugin without a server', () => {
       plugin.unload();
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  test('nothing found and no setting: one notice with an Install button, which opens the install dialog', async () => {
+    // A device with no mdsearch anywhere: a home, PATH and login shell of its own.
+    const home = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'mdsearch-nohome-'));
+    const saved = { ...process.env };
+    Object.assign(process.env, { HOME: home, PATH: home, SHELL: '/bin/sh', XDG_DATA_HOME: path.join(home, 'data') });
+    for (const v of ['PIPX_BIN_DIR', 'UV_TOOL_BIN_DIR', 'XDG_BIN_HOME']) delete process.env[v];
+    try {
+      const { app, plugin } = makePlugin(home, '', { MDSEARCH_CACHE_DIR: home });
+      const before = Notice.shown.length;
+      const offered = Notice.fragments.length;
+      await plugin.load();
+      app.workspace.fireLayoutReady();
+      await until('the failure', 20_000, () => plugin.supervisor.state.kind === 'failed');
+      assert.deepEqual(Notice.shown.slice(before).length, 1);
+      assert.match(Notice.shown.at(-1) ?? '', /mdsearch was not found on this device .*Install mdsearch$/s);
+      const button = Notice.fragments.slice(offered)[0]?.find('button');
+      assert.equal(button?.textContent, 'Install mdsearch');
+      button?.click();
+      const modal = Modal.openModals.at(-1);
+      assert.ok(modal instanceof InstallModal);
+      assert.equal(modal.titleEl.textContent, 'Install mdsearch');
+      assert.ok(modal.contentEl.textContent.includes(`into a private environment at ${privateEnvDir()}`), modal.contentEl.textContent);
+      assert.equal(privateEnvDir(), path.join(home, 'data', 'mdsearch', 'obsidian-env'));
+      assert.deepEqual(modal.contentEl.findAll('button').map((b) => b.textContent), ['Install', 'Cancel']);
+      modal.contentEl.findAll('button')[1]?.click();
+      assert.ok(!Modal.openModals.includes(modal), 'Cancel closes it, nothing installed');
+      assert.ok(!fs.existsSync(privateEnvDir()));
+      plugin.unload();
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+      fs.rmSync(home, { recursive: true, force: true });
     }
   });
 });

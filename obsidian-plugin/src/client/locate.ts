@@ -71,7 +71,7 @@ export class ExecutableNotFoundError extends Error {
 
 const pathFor = (platform: NodeJS.Platform): path.PlatformPath => (platform === 'win32' ? path.win32 : path.posix);
 
-export function executableName(platform: NodeJS.Platform): string {
+function executableName(platform: NodeJS.Platform): string {
   return platform === 'win32' ? `${EXECUTABLE_NAME}.exe` : EXECUTABLE_NAME;
 }
 
@@ -186,24 +186,46 @@ export async function locateServer(options: LocateOptions): Promise<ServerComman
     }
     return commandFor(setting, 'setting');
   }
-  const lookup = options.shellLookup ?? ((name: string) => loginShellLookup(name, system.env));
-  const fromShell = await lookup(EXECUTABLE_NAME).catch(() => undefined);
-  if (fromShell && (await fs.isExecutable(fromShell))) return commandFor(fromShell, 'login-shell');
-  const exe = executableName(system.platform);
-  const sources: [string, ServerCommand['source']][] = [
-    ...(system.env.PATH ?? system.env.Path ?? '').split(p.delimiter).filter(Boolean).map((d): [string, ServerCommand['source']] => [d, 'path']),
-    ...(await installFolders(system, fs)).map((d): [string, ServerCommand['source']] => [d, 'install-folder']),
-    [envScripts(privateEnvDir(system), system.platform), 'private-install'],
-  ];
-  for (const [dir, source] of sources) {
-    const candidate = p.join(dir, exe);
-    if (await fs.isExecutable(candidate)) return commandFor(candidate, source);
-  }
+  const found = await findProgram([EXECUTABLE_NAME], { ...options, system, fs }, [envScripts(privateEnvDir(system), system.platform)]);
+  if (found.path) return commandFor(found.path, found.source ?? 'path');
   const looked = system.platform === 'win32' ? 'PATH' : `the login shell ${system.env.SHELL || '/bin/sh'}, PATH`;
-  const folders = sources.filter(([, s]) => s !== 'path').map(([d]) => d);
   throw new ExecutableNotFoundError(
-    `mdsearch was not found on this device (looked through ${looked} and ${folders.join(', ')}). ${INSTALL_HINT}`,
+    `mdsearch was not found on this device (looked through ${looked} and ${found.folders.join(', ')}). ${INSTALL_HINT}`,
   );
+}
+
+export interface FoundProgram {
+  path?: string;
+  source?: ServerCommand['source'];
+  /** The folders searched besides PATH, for a message that says where it looked. */
+  folders: string[];
+}
+
+/** A program as a terminal would find it: the first of `names` in the login shell (macOS and
+ * Linux), then each name in each folder of PATH, then of the install folders, then of `last`
+ * (the private install). On Windows each name gets `.exe`. */
+export async function findProgram(names: string[], options: Omit<LocateOptions, 'setting'>, last: string[] = []): Promise<FoundProgram> {
+  const system = options.system ?? currentSystem();
+  const fs = options.fs ?? realFileSystem;
+  const p = pathFor(system.platform);
+  const folders = [...(await installFolders(system, fs)), ...last];
+  const first = names[0];
+  if (first !== undefined) {
+    const lookup = options.shellLookup ?? ((name: string) => loginShellLookup(name, system.env));
+    const fromShell = await lookup(first).catch(() => undefined);
+    if (fromShell && (await fs.isExecutable(fromShell))) return { path: fromShell, source: 'login-shell', folders };
+  }
+  const dirs: [string, ServerCommand['source']][] = [
+    ...(system.env.PATH ?? system.env.Path ?? '').split(p.delimiter).filter(Boolean).map((d): [string, ServerCommand['source']] => [d, 'path']),
+    ...folders.map((d): [string, ServerCommand['source']] => [d, last.includes(d) ? 'private-install' : 'install-folder']),
+  ];
+  for (const [dir, source] of dirs) {
+    for (const name of names) {
+      const candidate = p.join(dir, system.platform === 'win32' ? `${name}.exe` : name);
+      if (await fs.isExecutable(candidate)) return { path: candidate, source, folders };
+    }
+  }
+  return { folders };
 }
 
 export type VersionCheck = { ok: true; version: string } | { ok: false; error: string };

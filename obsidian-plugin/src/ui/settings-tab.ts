@@ -10,7 +10,9 @@
 import { type App, PluginSettingTab, Setting, type SettingDefinitionItem } from 'obsidian';
 import type MdsearchPlugin from '../main';
 import { checkServer } from '../client/check';
-import { locateServer } from '../client/locate';
+import { PACKAGE } from '../client/install';
+import { locateServer, privateEnvDir } from '../client/locate';
+import { InstallModal } from './install-modal';
 import { BACKENDS, type Backend, MAX_RESULTS_RANGE, parseGlobLines, toServerSettings } from '../client/settings';
 
 interface Row {
@@ -66,6 +68,13 @@ export class MdsearchSettingTab extends PluginSettingTab {
             .addButton((button) => button.setButtonText('Test').onClick(() => void this.test()))
             .addButton((button) => button.setButtonText('Use and restart').setCta().onClick(() => void plugin.setExecutable(plugin.executable)));
           this.resultEl = setting.descEl.createDiv({ cls: 'mdsearch-test-result' });
+        },
+      },
+      {
+        name: 'Install mdsearch',
+        desc: `A private copy of the server (${PACKAGE} from PyPI) for this plugin, in ${privateEnvDir()}, outside every vault; made with uv, or with Python's venv and pip. Found when the path above is empty and nothing else is. Install again to update it.`,
+        render: (setting) => {
+          setting.addButton((button) => button.setButtonText('Install…').onClick(() => new InstallModal(this.app, plugin).open()));
         },
       },
       {

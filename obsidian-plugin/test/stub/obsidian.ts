@@ -23,6 +23,7 @@ interface ElOptions {
 /** An element with Obsidian's helpers (createDiv, setText, ...) and just enough DOM. */
 export class FakeEl {
   children: FakeEl[] = [];
+  disabled = false;
   classes = new Set<string>();
   attrs = new Map<string, string>();
   ownText = '';
@@ -577,12 +578,27 @@ export class Keymap {
 }
 
 export class Notice {
-  /** Test helper: every notice shown, in order. */
+  /** Test helper: every notice shown, in order (a fragment's text). */
   static shown: string[] = [];
-  constructor(readonly message: string, readonly duration?: number) {
-    Notice.shown.push(message);
+  /** Test helper: the notices whose message is a fragment (to press its buttons). */
+  static fragments: FakeEl[] = [];
+  constructor(readonly message: string | DocumentFragment, readonly duration?: number) {
+    if (typeof message === 'string') {
+      Notice.shown.push(message);
+    } else {
+      const el = message as unknown as FakeEl;
+      Notice.shown.push(el.textContent);
+      Notice.fragments.push(el);
+    }
   }
 }
+
+/** Obsidian's global createFragment: here an element holding what the callback made. */
+(globalThis as { createFragment?: unknown }).createFragment = (callback?: (el: DocumentFragment) => void): DocumentFragment => {
+  const el = new FakeEl('#fragment');
+  callback?.(el as unknown as DocumentFragment);
+  return el as unknown as DocumentFragment;
+};
 
 export function setIcon(_el: HTMLElement, _icon: string): void {}
 
@@ -597,7 +613,12 @@ export class Modal {
   /** Test helper: the modals open now. */
   static openModals: Modal[] = [];
   contentEl = new FakeEl();
+  titleEl = new FakeEl();
   constructor(readonly app: App) {}
+  setTitle(title: string): this {
+    this.titleEl.setText(title);
+    return this;
+  }
   open(): void {
     Modal.openModals.push(this);
     void this.onOpen();
