@@ -46,9 +46,15 @@ fi
 [[ $status -eq 0 ]] || exit $status
 .venv/bin/ruff check .
 if [[ -z ${MDSEARCH_SKIP_EXTENSION:-} && -f obsidian-plugin/package.json ]]; then
-  echo "::: obsidian-plugin: npm ci, type check, build, tests against the real server" >&2
+  echo "::: obsidian-plugin: npm ci, type check, lint, build, tests against the real server" >&2
   (cd obsidian-plugin && npm ci --no-audit --no-fund --loglevel=error \
     && MDSEARCH="$PWD/../.venv/bin/mdsearch" npm test)
+  # Its Install, for real, from the wheels scripts/dist.sh puts in dist/wheelhouse (made here if
+  # no earlier step has): with uv (.venv's, from mdsearch-ls[test]) and with python -m venv.
+  echo "::: obsidian-plugin: Install mdsearch from dist/wheelhouse, offline" >&2
+  [[ -d dist/wheelhouse ]] || bash scripts/dist.sh python
+  (cd obsidian-plugin && MDSEARCH="$PWD/../.venv/bin/mdsearch" \
+    MDSEARCH_WHEELHOUSE="$PWD/../dist/wheelhouse" npm run test:install)
 fi
 if [[ -z ${MDSEARCH_SKIP_EXTENSION:-} && -f vscode-extension/scripts/ci.sh ]]; then
   MDSEARCH_PYTHON="$PWD/.venv/bin/python" bash vscode-extension/scripts/ci.sh

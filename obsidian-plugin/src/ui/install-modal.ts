@@ -23,7 +23,7 @@ export class InstallModal extends Modal {
     contentEl.createEl('p', {
       text: `This installs the search server, the Python package ${PACKAGE}, into a private environment at ${privateEnvDir()}: `
         + 'outside every vault and shared by the vaults on this device. It uses uv when it finds it, else Python 3.10 or later '
-        + 'with venv and pip, and downloads about 150 MB from PyPI (or the index your pip or uv settings name), about 400 MB installed. '
+        + 'with venv and pip, and downloads about 200 MB from PyPI (or from where your pip or uv settings say), about 500 MB installed. '
         + 'Installing again replaces it with the newest version.',
     });
     const stepEl = contentEl.createDiv({ cls: 'mdsearch-install-step' });
