@@ -134,8 +134,13 @@ export async function installServer(options: InstallOptions = {}): Promise<Serve
   const env = system.env;
   const scripts = envScripts(envDir, system.platform);
   const python = path.join(scripts, system.platform === 'win32' ? 'python.exe' : 'python');
-  await fsp.rm(envDir, { recursive: true, force: true });
-  await fsp.mkdir(path.dirname(envDir), { recursive: true });
+  try {
+    await fsp.rm(envDir, { recursive: true, force: true });
+    await fsp.mkdir(path.dirname(envDir), { recursive: true });
+  } catch (error) {
+    // Windows keeps the files of a running program: another vault's server from this folder.
+    throw new InstallError(`cannot replace ${envDir} (${error instanceof Error ? error.message : String(error)}): close the other vaults that use it, or restart Obsidian, then install again`);
+  }
   const uv = (await findProgram(['uv'], { system, fs, shellLookup: options.shellLookup })).path;
   if (uv) {
     step(`Creating the environment with uv (${uv})`);
