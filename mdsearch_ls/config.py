@@ -241,11 +241,11 @@ class Settings:
         client="hover.minScore", applies="search")
     links_style: str = setting(
         "wikilink", _choice(LINK_STYLES), "How inserted links are written: wikilink "
-        "([[Note#Heading]], Obsidian) or markdown ([Heading](relative/path.md#heading), GitHub "
-        "and VS Code).",
+        "(`[[Note#Heading]]`, Obsidian) or markdown (`[Heading](relative/path.md#heading)`, "
+        "GitHub and VS Code).",
         client="links.style", applies="search", scope="resource")
     completion_enabled: bool = setting(
-        True, _bool, "Complete links after [[ (and after ]( ): notes and headings ranked by "
+        True, _bool, "Complete links after `[[` (and after `](`): notes and headings ranked by "
         "their name and by how close they are in meaning to the paragraph being written.",
         client="completion.enabled", applies="search", scope="resource")
     related_display: str = setting(
