@@ -57,15 +57,12 @@ fi
 if [[ $parts == *" obsidian "* ]]; then
   step "the Obsidian plugin (main.js, manifest.json, styles.css, and a zip of them)"
   rm -rf dist/obsidian dist/mdsearch-obsidian-*.zip
+  # npm run build writes the three assets and the zip to obsidian-plugin/dist/
   (cd obsidian-plugin && npm_ci && npm run --silent build)
-  plugin_id=$(node -p 'require("./obsidian-plugin/manifest.json").id')
-  plugin_version=$(node -p 'require("./obsidian-plugin/manifest.json").version')
-  mkdir -p "dist/obsidian/$plugin_id"
-  cp obsidian-plugin/main.js obsidian-plugin/manifest.json obsidian-plugin/styles.css \
-    "dist/obsidian/$plugin_id/"
-  (cd dist/obsidian && "$python" -m zipfile -c "../mdsearch-obsidian-$plugin_version.zip" \
-    "$plugin_id")
-  mv "dist/obsidian/$plugin_id"/* dist/obsidian/ && rmdir "dist/obsidian/$plugin_id"
+  mkdir -p dist/obsidian
+  cp obsidian-plugin/dist/main.js obsidian-plugin/dist/manifest.json obsidian-plugin/dist/styles.css \
+    dist/obsidian/
+  cp obsidian-plugin/dist/mdsearch-obsidian-*.zip dist/
 fi
 step "done"
 (cd dist && ls -l -- *.whl *.tar.gz *.vsix *.zip obsidian/* 2>/dev/null | awk '{printf "%12s  %s\n", $5, $NF}' >&2) || true
