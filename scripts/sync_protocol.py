@@ -1,12 +1,13 @@
-"""Write the TypeScript copy of the status vocabulary from mdsearch_ls/engine/states.py.
+"""Write the TypeScript copies of the status vocabulary from mdsearch_ls/engine/states.py.
 
-The VS Code extension (and the Obsidian plugin, which imports the extension's protocol module)
-read the server's ``mdsearch/status``. Their hand-written list of states had drifted from the
-server's: a folder still "starting" was shown as ready. The list is generated here instead, so
-it cannot drift; ``--check`` (run by the tests) fails when the file is out of date.
+The VS Code extension and the Obsidian plugin read the server's ``mdsearch/status``. Their
+hand-written list of states had drifted from the server's: a folder still "starting" was shown
+as ready. The list is generated here instead, so it cannot drift; ``--check`` (run by the tests)
+fails when a copy is out of date. Each client gets a copy of its own, so the plugin folder needs
+nothing outside it (it can live in a repository of its own).
 
-    python scripts/sync_protocol.py          # rewrite vscode-extension/src/status.generated.ts
-    python scripts/sync_protocol.py --check  # exit 1 when it differs
+    python scripts/sync_protocol.py          # rewrite both status.generated.ts files
+    python scripts/sync_protocol.py --check  # exit 1 when one differs
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from mdsearch_ls.engine.states import (  # noqa: E402
     enum_values,
 )
 
-TARGET = REPO / "vscode-extension" / "src" / "status.generated.ts"
+TARGETS = (
+    REPO / "vscode-extension" / "src" / "status.generated.ts",
+    REPO / "obsidian-plugin" / "src" / "client" / "status.generated.ts",
+)
 
 
 def _first_line(doc: str | None) -> str:
@@ -65,16 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail when the file is out of date")
     args = parser.parse_args(argv)
     text = render()
-    current = TARGET.read_text("utf-8") if TARGET.exists() else ""
+    stale = [t for t in TARGETS if not t.exists() or t.read_text("utf-8") != text]
     if args.check:
-        if current != text:
-            print(f"{TARGET.relative_to(REPO)} is out of date: run python scripts/sync_protocol.py",
+        for target in stale:
+            print(f"{target.relative_to(REPO)} is out of date: run python scripts/sync_protocol.py",
                   file=sys.stderr)
-            return 1
-        return 0
-    if current != text:
-        TARGET.write_text(text, "utf-8")
-        print(f"wrote {TARGET.relative_to(REPO)}")
+        return 1 if stale else 0
+    for target in stale:
+        target.write_text(text, "utf-8")
+        print(f"wrote {target.relative_to(REPO)}")
     return 0
 
 

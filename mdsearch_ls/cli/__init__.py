@@ -54,7 +54,7 @@ from mdsearch_ls.engine.api import (
 )
 from mdsearch_ls.logs import configure_logging, level_from_flags
 
-__all__ = ["COMMANDS", "build_parser", "exit_code", "main", "run", "serve_main"]
+__all__ = ["COMMANDS", "build_parser", "exit_code", "main", "run"]
 
 
 def exit_code(exc: BaseException) -> int:
@@ -107,10 +107,3 @@ def _reader_gone() -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     return EXIT_PIPE
-
-
-def serve_main() -> int:
-    """Entry point of ``mdsearch-ls``: the language server, whatever the arguments."""
-    from mdsearch_ls.lsp.app import run_stdio  # (pygls and lsprotocol, for this entry alone)
-
-    return run_stdio()

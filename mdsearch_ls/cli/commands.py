@@ -31,6 +31,7 @@ from mdsearch_ls.cli.common import (
     _shown,
     given_index_settings,
 )
+from mdsearch_ls.cli.install import cmd_install
 from mdsearch_ls.cli.output import (
     QueryFailed,
     _check_output_args,
@@ -421,4 +422,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": cmd_serve,
     "mcp": cmd_mcp,
     "background": background.cmd_background,
+    "install": cmd_install,
 }

@@ -17,6 +17,7 @@ from typing import Any
 
 from mdsearch_ls import __version__
 from mdsearch_ls.cli.common import EXIT_USAGE, FORMATS
+from mdsearch_ls.cli.install import EXTRAS
 from mdsearch_ls.config import SettingInfo, cli_settings
 
 GETTING_STARTED = """\
@@ -88,6 +89,14 @@ and watches the notes, so the next searches answer at once. It lets a folder go 
 minutes without a search (and exits with the last), and gives an index up to an editor's
 language server or an MCP server that opens the folder. Its log is background.log in the index
 folder of the search that started it.""",
+    "install": """\
+examples:
+  mdsearch install formats                  PDF, Word, HTML and Org documents (include_formats)
+  mdsearch install multilingual             the multilingual model (model = multilingual)
+  mdsearch install torch                    the torch backend (embedder.backend = torch)
+
+Installs into the environment mdsearch runs in (pipx's, uv tool's, a virtual environment's) with
+its own pip, or with uv where that environment has no pip.""",
     "serve": """\
 examples:
   mdsearch serve              what an editor starts (stdio); see the README for VS Code,
@@ -206,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
                "command line (a search starts it; this runs it in the foreground)",
                _background_args)
     _subparser(sub, "serve", "run the language server over stdio (for editors)", _serve_args)
+    _subparser(sub, "install", "install an optional part (formats, multilingual, torch) into "
+               "mdsearch's own environment", _install_args)
     return parser
 
 
@@ -309,6 +320,13 @@ def _background_args(p: argparse.ArgumentParser) -> None:
 
 def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stdio", action="store_true", help="accepted for editor compatibility")
+    p.add_argument("-v", "--verbose", action="count", default=0)
+    p.add_argument("-q", "--quiet", action="store_true")
+
+
+def _install_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("extra", nargs="+", choices=tuple(EXTRAS), metavar="EXTRA",
+                   help=f"{', '.join(EXTRAS)} (several at once: formats multilingual)")
     p.add_argument("-v", "--verbose", action="count", default=0)
     p.add_argument("-q", "--quiet", action="store_true")
 

@@ -8,7 +8,8 @@ import { type Editor, FileSystemAdapter, MarkdownView, Notice, Platform, Plugin,
 import { EditorView, type ViewUpdate } from '@codemirror/view';
 import { sectionStart } from './client/editing';
 import { type LspClient } from './client/lsp';
-import { locateServer } from './client/locate';
+import { installServer, type InstallOptions } from './client/install';
+import { locateServer, type ServerCommand } from './client/locate';
 import type { Hit, Mention, StatusParams } from './client/protocol';
 import { DEFAULT_SETTINGS, EXECUTABLE_KEY, normalizeSettings, type PluginSettings, toServerSettings } from './client/settings';
 import { renderStatus, type StatusView } from './client/status';
@@ -16,6 +17,7 @@ import { ServerSupervisor } from './client/supervisor';
 import { isNote, VaultSync } from './client/sync';
 import { LinkSuggest } from './ui/link-suggest';
 import { RELATED_VIEW, RelatedView } from './ui/related-view';
+import { InstallModal } from './ui/install-modal';
 import { SearchModal } from './ui/search-modal';
 import { MdsearchSettingTab } from './ui/settings-tab';
 
@@ -54,13 +56,13 @@ export default class MdsearchPlugin extends Plugin {
 
   override async onload(): Promise<void> {
     if (!Platform.isDesktopApp) {
-      new Notice('mdsearch runs its search server as a separate program, which needs the desktop app.');
+      new Notice('The mdsearch plugin runs its search server as a separate program, which needs the desktop app.');
       return;
     }
     await this.loadSettings();
     const adapter = this.app.vault.adapter;
     if (!(adapter instanceof FileSystemAdapter)) {
-      new Notice('mdsearch: this vault is not a folder on disk, so the server cannot index it.');
+      new Notice('This vault is not a folder on disk, so the mdsearch server cannot index it.');
       return;
     }
     this.root = adapter.getBasePath();
@@ -83,7 +85,7 @@ export default class MdsearchPlugin extends Plugin {
         },
       },
       onState: () => this.refreshStatus(),
-      onNotice: (message) => new Notice(message, 15_000),
+      onNotice: (message, notFound) => (notFound && !this.executable ? this.offerInstall(message) : new Notice(message, 15_000)),
       onClient: () => {
         this.mentions.clear();
         this.sync.reattach();
@@ -100,7 +102,6 @@ export default class MdsearchPlugin extends Plugin {
     this.addCommand({
       id: 'search',
       name: 'Search notes by meaning',
-      hotkeys: [{ modifiers: ['Mod', 'Shift'], key: 'm' }],
       callback: () => new SearchModal(this.app, this).open(),
     });
     this.addCommand({ id: 'open-related', name: 'Show related sections', callback: () => void this.showRelated() });
@@ -181,6 +182,27 @@ export default class MdsearchPlugin extends Plugin {
 
   // ---- the server -----------------------------------------------------------------------------
 
+  /** mdsearch was not found: the reason, and a button that opens the install dialog. Stays until
+   * dismissed (a missing server is not retried, so this is said once). */
+  private offerInstall(message: string): void {
+    const fragment = createFragment((f) => {
+      f.createDiv({ text: message });
+      f.createEl('button', { text: 'Install mdsearch', cls: 'mod-cta' }).addEventListener('click', () => new InstallModal(this.app, this).open());
+    });
+    new Notice(fragment, 0);
+  }
+
+  /** Installs mdsearch into the private environment (the server stops first: Windows keeps a
+   * running program's files) and starts the server again, from it unless a setting names another. */
+  async installServer(progress: Pick<InstallOptions, 'onStep' | 'onLog'>): Promise<ServerCommand> {
+    await this.supervisor.stop();
+    try {
+      return await installServer(progress);
+    } finally {
+      await this.supervisor.restart();
+    }
+  }
+
   get client(): LspClient | undefined {
     return this.supervisor?.client;
   }
@@ -199,7 +221,7 @@ export default class MdsearchPlugin extends Plugin {
     }
     try {
       await client.reindex();
-      new Notice('mdsearch: rebuilding the index from the notes');
+      new Notice('Rebuilding the mdsearch index from the notes');
     } catch (error) {
       new Notice(`mdsearch: ${error instanceof Error ? error.message : String(error)}`);
     }

@@ -187,7 +187,7 @@ describe('finding the executable', () => {
     assert.equal(supervisor.attempts, 0);
     assert.equal(notices.length, 1);
     assert.match(notices[0]!, /\/nonexistent\/bin\/mdsearch.*does not exist/);
-    assert.match(notices[0]!, /Install mdsearch/);
+    assert.match(notices[0]!, /Install button in Settings/);
     await supervisor.start(); // asked again (e.g. the layout event fires twice): still one notice
     assert.equal(notices.length, 1);
   });
@@ -211,7 +211,7 @@ describe('finding the executable', () => {
       // The app's own PATH lacks it (a GUI app's minimal PATH); the login shell's profile adds it.
       fs.writeFileSync(path.join(home, '.profile'), `export PATH="${path.dirname(exe)}:$PATH"\n`);
       const env = { HOME: home, SHELL: '/bin/sh', PATH: '/usr/bin:/bin' };
-      const found = await locateServer({ setting: '', env, home });
+      const found = await locateServer({ setting: '', system: { platform: process.platform, env, home } });
       assert.equal(found.command, exe);
       assert.equal(found.source, 'login-shell');
       assert.deepEqual(found.args, ['serve']);
@@ -226,8 +226,8 @@ describe('finding the executable', () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'mdsearch-home-'));
     try {
       await assert.rejects(
-        locateServer({ setting: '', env: { HOME: home, SHELL: '/bin/sh', PATH: home }, home, shellLookup: async () => undefined }),
-        (e: unknown) => e instanceof ExecutableNotFoundError && /login shell \/bin\/sh/.test(e.message) && /Install mdsearch/.test(e.message),
+        locateServer({ setting: '', system: { platform: process.platform, env: { HOME: home, SHELL: '/bin/sh', PATH: home }, home }, shellLookup: async () => undefined }),
+        (e: unknown) => e instanceof ExecutableNotFoundError && /login shell \/bin\/sh/.test(e.message) && /Install button in Settings/.test(e.message),
       );
     } finally {
       fs.rmSync(home, { recursive: true, force: true });

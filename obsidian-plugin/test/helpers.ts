@@ -4,6 +4,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+// The client half calls window.setTimeout, as Obsidian plugins do; under Node the global object
+// stands in (the stand-in `obsidian` module does the same for the wiring's tests).
+(globalThis as { window?: unknown }).window ??= globalThis;
+
 /** obsidian-plugin/ (the bundles run from out/test/). */
 export const PLUGIN_DIR = path.resolve(__dirname, '..', '..');
 

@@ -9,9 +9,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import MdsearchPlugin from '../src/main';
+import { privateEnvDir } from '../src/client/locate';
 import { EXECUTABLE_KEY } from '../src/client/settings';
 import { LinkSuggest } from '../src/ui/link-suggest';
 import { RELATED_VIEW, RelatedView } from '../src/ui/related-view';
+import { InstallModal } from '../src/ui/install-modal';
 import { SearchModal } from '../src/ui/search-modal';
 import { MdsearchSettingTab } from '../src/ui/settings-tab';
 import { listFiles, mdsearchExecutable, type TempVault, tempVault, until } from './helpers';
@@ -59,7 +61,7 @@ describe('the plugin in a stand-in Obsidian, on the real server', () => {
   test('commands, ribbon, view, suggest and settings tab are registered', () => {
     assert.deepEqual([...app.commands.keys()].sort(), ['open-related', 'rebuild-index', 'restart-server', 'search']);
     assert.equal(app.commands.get('search')?.name, 'Search notes by meaning');
-    assert.ok(app.commands.get('search')?.hotkeys?.length, 'a default hotkey suggestion');
+    assert.deepEqual([...app.commands.values()].filter((c) => c.hotkeys), [], 'no default hotkey (the user picks one)');
     assert.ok(app.viewFactories.has(RELATED_VIEW));
     assert.ok(app.editorSuggests[0] instanceof LinkSuggest);
     assert.equal(app.workspace.editorSuggest.suggests[0], app.editorSuggests[0], 'asked before the built-in [[ list');
@@ -258,9 +260,14 @@ describe('the plugin in a stand-in Obsidian, on the real server', () => {
 
   test('settings: data.json holds the synced settings, the executable stays on this device', async () => {
     const tab = app.settingTabs[0] as MdsearchSettingTab;
+    // Obsidian 1.13+ draws the declared rows itself; older versions call display(): the same rows.
+    tab.renderDefinitions();
+    const declared = el(tab.containerEl).settings.map((s) => [s.name, s.desc]);
     tab.display();
+    assert.deepEqual(el(tab.containerEl).settings.map((s) => [s.name, s.desc]), declared);
     const names = el(tab.containerEl).settings.map((s) => s.name);
-    assert.deepEqual(names, ['mdsearch executable', 'Embedder backend', 'Include', 'Exclude', 'Results per search', 'Link suggestions by meaning', 'Index']);
+    assert.deepEqual(names, ['Path to mdsearch', 'Install mdsearch', 'Embedder backend', 'Include', 'Exclude', 'Results per search', 'Link suggestions by meaning', 'Index']);
+    assert.match(Setting.named(tab.containerEl, 'Exclude').desc, /on top of \.obsidian\/, \.trash\//);
     const results = Setting.named(tab.containerEl, 'Results per search').components[0] as unknown as { change(v: string): Promise<void> };
     await results.change('7');
     await results.change('not a number');
@@ -274,8 +281,8 @@ describe('the plugin in a stand-in Obsidian, on the real server', () => {
     assert.ok(items.length > 0 && items.length <= 7, String(items.length));
     assert.match(Setting.named(tab.containerEl, 'Index').desc, new RegExp(`^${vault.cache.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
     const answer = await tab.test();
-    assert.match(answer, /^mdsearch \d\S* at .*mdsearch \(from this setting\)$/);
-    assert.match(el(tab.containerEl).find('mdsearch-test-result')?.textContent ?? '', /^mdsearch \d/);
+    assert.match(answer, /^mdsearch \d\S*, model loaded, at .*mdsearch \(from this setting\)$/);
+    assert.equal(el(Setting.named(tab.containerEl, 'Path to mdsearch').descEl).find('mdsearch-test-result')?.textContent, answer);
   });
 
   test('Rebuild index re-indexes from the notes and comes back ready', async () => {
@@ -284,7 +291,7 @@ describe('the plugin in a stand-in Obsidian, on the real server', () => {
     const off = plugin.on('status', () => seen.push(plugin.serverStatus?.state ?? ''));
     try {
       app.commands.get('rebuild-index')?.callback?.();
-      await until('the notice', 5000, () => Notice.shown.slice(before).some((n) => /rebuilding the index/.test(n)));
+      await until('the notice', 5000, () => Notice.shown.slice(before).some((n) => /Rebuilding the mdsearch index/.test(n)));
       await until('indexing, then ready again', READY_MS, () =>
         seen.includes('indexing') && seen.at(-1) === 'ready' && /sections$/.test(plugin.statusView.text));
     } finally {
@@ -330,7 +337,7 @@ describe('the plugin without a server', () => {
       await until('the failure', 10_000, () => plugin.supervisor.state.kind === 'failed');
       const shown = Notice.shown.slice(before);
       assert.equal(shown.length, 1, shown.join('\n'));
-      assert.match(shown[0]!, /\/nonexistent\/bin\/mdsearch.*does not exist.*Install mdsearch/s);
+      assert.match(shown[0]!, /\/nonexistent\/bin\/mdsearch.*does not exist.*Install button in Settings/s);
       assert.equal(plugin.supervisor.attempts, 0);
       const bar = app.statusBar.find('mdsearch-status')!;
       assert.equal(bar.textContent, 'mdsearch: error');
@@ -342,6 +349,40 @@ describe('the plugin without a server', () => {
       plugin.unload();
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  test('nothing found and no setting: one notice with an Install button, which opens the install dialog', async () => {
+    // A device with no mdsearch anywhere: a home, PATH and login shell of its own.
+    const home = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'mdsearch-nohome-'));
+    const saved = { ...process.env };
+    Object.assign(process.env, { HOME: home, PATH: home, SHELL: '/bin/sh', XDG_DATA_HOME: path.join(home, 'data') });
+    for (const v of ['PIPX_BIN_DIR', 'UV_TOOL_BIN_DIR', 'XDG_BIN_HOME']) delete process.env[v];
+    try {
+      const { app, plugin } = makePlugin(home, '', { MDSEARCH_CACHE_DIR: home });
+      const before = Notice.shown.length;
+      const offered = Notice.fragments.length;
+      await plugin.load();
+      app.workspace.fireLayoutReady();
+      await until('the failure', 20_000, () => plugin.supervisor.state.kind === 'failed');
+      assert.deepEqual(Notice.shown.slice(before).length, 1);
+      assert.match(Notice.shown.at(-1) ?? '', /mdsearch was not found on this device .*Install mdsearch$/s);
+      const button = Notice.fragments.slice(offered)[0]?.find('button');
+      assert.equal(button?.textContent, 'Install mdsearch');
+      button?.click();
+      const modal = Modal.openModals.at(-1);
+      assert.ok(modal instanceof InstallModal);
+      assert.equal(modal.titleEl.textContent, 'Install mdsearch');
+      assert.ok(modal.contentEl.textContent.includes(`into a private environment at ${privateEnvDir()}`), modal.contentEl.textContent);
+      assert.equal(privateEnvDir(), path.join(home, 'data', 'mdsearch', 'obsidian-env'));
+      assert.deepEqual(modal.contentEl.findAll('button').map((b) => b.textContent), ['Install', 'Cancel']);
+      modal.contentEl.findAll('button')[1]?.click();
+      assert.ok(!Modal.openModals.includes(modal), 'Cancel closes it, nothing installed');
+      assert.ok(!fs.existsSync(privateEnvDir()));
+      plugin.unload();
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+      fs.rmSync(home, { recursive: true, force: true });
     }
   });
 });

@@ -5,6 +5,7 @@
 // (document and file events). No `obsidian` import: run under Node's test runner against the
 // real server.
 import { type ChildProcess, spawn } from 'node:child_process';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -39,8 +40,9 @@ export { CancellationTokenSource, type CancellationToken };
 
 export interface LspClientOptions {
   command: ServerCommand;
-  /** The vault's folder: the one workspace folder. */
-  root: string;
+  /** The vault's folder: the one workspace folder. None for a server that only loads its model
+   * (the settings tab's Test). */
+  root?: string;
   /** The `mdsearch` settings section, asked again on each workspace/configuration. */
   settings: () => Record<string, unknown>;
   env?: NodeJS.ProcessEnv;
@@ -119,6 +121,11 @@ export class LspClient {
     return this.proc.pid;
   }
 
+  /** The last error-looking line the process wrote to stderr (its log), or ''. */
+  get lastError(): string {
+    return this.tail.reason();
+  }
+
   get running(): boolean {
     return !this.exited && !this.stopping;
   }
@@ -131,7 +138,7 @@ export class LspClient {
     let proc: ChildProcess;
     try {
       proc = spawn(command, args, {
-        cwd: options.root,
+        cwd: options.root ?? os.homedir(),
         env: { ...(options.env ?? process.env), PYTHONUNBUFFERED: '1' },
         stdio: ['pipe', 'pipe', 'pipe'],
         windowsHide: true,
@@ -223,13 +230,13 @@ export class LspClient {
   }
 
   private async initialize(timeoutMs: number): Promise<void> {
-    const root = path.resolve(this.options.root);
-    const uri = fileUri(root);
+    const root = this.options.root === undefined ? undefined : path.resolve(this.options.root);
+    const uri = root === undefined ? null : fileUri(root);
     const params = {
       processId: process.pid,
       clientInfo: { name: 'obsidian-mdsearch' },
       rootUri: uri,
-      workspaceFolders: [{ uri, name: path.basename(root) }],
+      workspaceFolders: root === undefined || uri === null ? [] : [{ uri, name: path.basename(root) }],
       initializationOptions: this.options.settings(),
       capabilities: {
         general: { positionEncodings: ['utf-16'] },
@@ -250,9 +257,9 @@ export class LspClient {
         window: { workDoneProgress: false },
       },
     };
-    let timer: NodeJS.Timeout | undefined;
+    let timer: number | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer to initialize within ${timeoutMs / 1000} s`)), timeoutMs);
+      timer = window.setTimeout(() => reject(new Error(`no answer to initialize within ${timeoutMs / 1000} s`)), timeoutMs);
     });
     const exited = this.exitPromise.then(() => {
       throw new Error('the process exited during initialize');
@@ -261,7 +268,7 @@ export class LspClient {
     try {
       await Promise.race([this.connection.sendRequest('initialize', params), timeout, exited]);
     } finally {
-      clearTimeout(timer);
+      window.clearTimeout(timer);
     }
     await this.connection.sendNotification('initialized', {});
     this.started = true;
@@ -371,18 +378,24 @@ export class LspClient {
   async stop(graceMs = 3000): Promise<void> {
     if (this.exited) return;
     this.stopping = true;
-    const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+    // The grace timers are cleared once the process is gone (an unload must leave none behind).
+    const timers: number[] = [];
+    const wait = (ms: number) => new Promise<void>((r) => timers.push(window.setTimeout(r, ms)));
     try {
-      await Promise.race([this.connection.sendRequest('shutdown'), wait(graceMs)]);
-      await this.connection.sendNotification('exit');
-    } catch {
-      // the connection may already be closed
-    }
-    this.proc.stdin?.end();
-    await Promise.race([this.exitPromise, wait(graceMs)]);
-    if (!this.exited) {
-      this.kill();
-      await Promise.race([this.exitPromise, wait(1000)]);
+      try {
+        await Promise.race([this.connection.sendRequest('shutdown'), wait(graceMs)]);
+        await this.connection.sendNotification('exit');
+      } catch {
+        // the connection may already be closed
+      }
+      this.proc.stdin?.end();
+      await Promise.race([this.exitPromise, wait(graceMs)]);
+      if (!this.exited) {
+        this.kill();
+        await Promise.race([this.exitPromise, wait(1000)]);
+      }
+    } finally {
+      for (const t of timers) window.clearTimeout(t);
     }
   }
 

@@ -1,20 +1,84 @@
-// The wire contract with `mdsearch serve`. The command ids, hit and status shapes are the VS Code
-// extension's (one definition for both clients: vscode-extension/src/protocol.ts has no runtime
-// import); the LSP shapes the plugin reads besides those (completion items, code actions,
-// diagnostics) are narrowed here, since a server reply is untrusted input.
-export {
-  type FolderStatus,
-  type Hit,
-  type IndexState,
-  parseHits,
-  parseStatus,
-  type RelatedArgs,
-  type SearchArgs,
-  ServerCommands,
-  type StatusParams,
-  type StatusResult,
-  StatusNotification,
-} from '../../../vscode-extension/src/protocol';
+// The wire contract with `mdsearch serve`: the command ids the server registers, the hit and
+// status shapes it sends (narrowed here, since a server reply is untrusted input), and the LSP
+// shapes the plugin reads besides those (completion items, code actions, diagnostics). The
+// status words are generated from the server's own (status.generated.ts, by the mdsearch
+// repository's scripts/sync_protocol.py), so this folder needs nothing outside it.
+import {
+  type FolderState,
+  folderStates,
+  type FolderStatusFields,
+  type IndexPhase,
+  indexPhases,
+  type IndexProgress,
+  type ModelState,
+  modelStates,
+} from './status.generated';
+
+/** `workspace/executeCommand` ids registered by the server. */
+export const ServerCommands = {
+  search: 'mdsearch.search',
+  related: 'mdsearch.related',
+  reindex: 'mdsearch.reindex',
+  status: 'mdsearch.status',
+} as const;
+
+/** Custom notification the server sends whenever its state changes or progress advances. */
+export const StatusNotification = 'mdsearch/status';
+
+/** One search or related-sections result. Lines are 0-based and inclusive. */
+export interface Hit {
+  /** Path relative to the vault, POSIX separators. */
+  path: string;
+  /** file:// URI of the note. */
+  uri: string;
+  title: string;
+  /** Heading trail, " > " separated. */
+  breadcrumb: string;
+  start_line: number;
+  end_line: number;
+  /** Cosine similarity to the query; null for a keyword-only hit (keyword mode embeds nothing). */
+  score: number | null;
+  snippet: string;
+  /** Folder the hit belongs to. */
+  root: string;
+  /** Set for a hit in a document read through a converter (include_formats): "pdf", "docx",
+   * "html", "ipynb" or "org". Its lines are lines of the converted text, except for "org". */
+  format?: string;
+  /** 1-based page of a hit in a PDF. */
+  page?: number;
+}
+
+/** One folder in `mdsearch/status`: the generated record, plus the folder's URI. */
+export interface FolderStatus extends FolderStatusFields {
+  uri?: string;
+}
+
+/** Params of `mdsearch/status`. */
+export interface StatusParams {
+  state: FolderState;
+  /** The shared embedding model's state, when the server says it. */
+  model_state?: ModelState;
+  percentage?: number;
+  message?: string;
+  /** The server's process id: the same one across a settings change (settings apply live). */
+  pid?: number;
+  folders: FolderStatus[];
+}
+
+export interface SearchArgs {
+  query: string;
+  limit?: number;
+  root?: string;
+  mode?: string;
+}
+
+export interface RelatedArgs {
+  uri: string;
+  line: number;
+  limit?: number;
+  /** Leave out sections less similar than this. */
+  minScore?: number;
+}
 
 export interface Position {
   line: number;
@@ -56,6 +120,77 @@ export interface Mention {
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+/** Narrows an untrusted server reply to Hit[]; malformed entries are dropped rather than breaking
+ * the list, because a half-written server should degrade to fewer results, not to an error. */
+export function parseHits(value: unknown): Hit[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter(
+    (h): h is Hit =>
+      isRecord(h) &&
+      typeof h.uri === 'string' &&
+      typeof h.path === 'string' &&
+      typeof h.start_line === 'number' &&
+      typeof h.end_line === 'number',
+  ).map((h) => ({
+    ...h,
+    title: typeof h.title === 'string' ? h.title : '',
+    breadcrumb: typeof h.breadcrumb === 'string' ? h.breadcrumb : '',
+    snippet: typeof h.snippet === 'string' ? h.snippet : '',
+    score: typeof h.score === 'number' ? h.score : null,
+    root: typeof h.root === 'string' ? h.root : '',
+    ...(typeof h.format === 'string' ? { format: h.format } : {}),
+    ...(typeof h.page === 'number' ? { page: h.page } : {}),
+  }));
+}
+
+/** Narrows `mdsearch/status` params (or an `mdsearch.status` reply) from the wire. */
+export function parseStatus(value: unknown): StatusParams | undefined {
+  if (!isRecord(value) || typeof value.state !== 'string') return undefined;
+  const state = oneOf(value.state, folderStates, 'starting');
+  const folders = Array.isArray(value.folders) ? value.folders.filter(isRecord).map(parseFolder) : [];
+  const out: StatusParams = { state, folders };
+  if (typeof value.percentage === 'number' && Number.isFinite(value.percentage)) out.percentage = value.percentage;
+  if (typeof value.message === 'string') out.message = value.message;
+  if (typeof value.pid === 'number' && Number.isInteger(value.pid)) out.pid = value.pid;
+  if (typeof value.model_state === 'string') out.model_state = oneOf(value.model_state, modelStates, 'not-loaded');
+  return out;
+}
+
+/** A word from the server's vocabulary, or `fallback` for one this client does not know (a newer
+ * server): never 'ready', which would claim searches are complete when nothing says so. */
+function oneOf<T extends string>(value: unknown, known: readonly T[], fallback: T): T {
+  return typeof value === 'string' && (known as readonly string[]).includes(value) ? (value as T) : fallback;
+}
+
+const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+
+function parseProgress(value: unknown): IndexProgress {
+  const p = isRecord(value) ? value : {};
+  return { state: oneOf<IndexPhase>(p.state, indexPhases, 'empty'), files_done: num(p.files_done), files_total: num(p.files_total) };
+}
+
+function parseFolder(f: Record<string, unknown>): FolderStatus {
+  const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+  const optStr = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  const root = str(f.root);
+  const out: FolderStatus = {
+    root,
+    name: str(f.name) || root.split(/[\\/]/).filter(Boolean).pop() || root,
+    files: num(f.files),
+    chunks: num(f.chunks),
+    model: str(f.model),
+    index_dir: optStr(f.index_dir),
+    queue: num(f.queue),
+    state: oneOf(f.state, folderStates, 'starting'),
+    last_error: optStr(f.last_error),
+    last_update: optStr(f.last_update),
+    read_only: f.read_only === true,
+    index: parseProgress(f.index),
+  };
+  if (typeof f.uri === 'string') out.uri = f.uri;
+  return out;
+}
 
 function parsePosition(v: unknown): Position | undefined {
   if (!isRecord(v) || typeof v.line !== 'number' || typeof v.character !== 'number') return undefined;

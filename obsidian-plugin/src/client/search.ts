@@ -13,7 +13,7 @@ interface Waiter<T> {
 }
 
 export class LiveSearch<T> {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: number | undefined;
   private waiters: Waiter<T>[] = [];
   private generation = 0;
   private inflight: CancellationTokenSource | undefined;
@@ -29,7 +29,7 @@ export class LiveSearch<T> {
   /** The answer for `query`, or for a later query if one arrives before this one is answered. */
   request(query: string): Promise<T> {
     const generation = ++this.generation;
-    if (this.timer) clearTimeout(this.timer);
+    window.clearTimeout(this.timer);
     this.inflight?.cancel();
     this.inflight = undefined;
     const promise = new Promise<T>((resolve, reject) => this.waiters.push({ resolve, reject }));
@@ -37,7 +37,7 @@ export class LiveSearch<T> {
       this.settle(generation, { ok: true, value: this.empty });
       return promise;
     }
-    this.timer = setTimeout(() => {
+    this.timer = window.setTimeout(() => {
       this.timer = undefined;
       const source = new CancellationTokenSource();
       this.inflight = source;
@@ -62,7 +62,7 @@ export class LiveSearch<T> {
   /** The modal closed: cancel what is pending; waiters get the empty answer. */
   cancel(): void {
     this.generation += 1;
-    if (this.timer) clearTimeout(this.timer);
+    window.clearTimeout(this.timer);
     this.timer = undefined;
     this.inflight?.cancel();
     this.inflight = undefined;

@@ -43,8 +43,9 @@ export interface SupervisorOptions {
   client: Omit<LspClientOptions, 'command' | 'onExit'>;
   backoff?: Partial<BackoffPolicy>;
   onState?: (state: ServerState) => void;
-  /** A message worth a notice (Obsidian's Notice); never more than once per failure streak. */
-  onNotice?: (message: string) => void;
+  /** A message worth a notice (Obsidian's Notice); never more than once per failure streak.
+   * `notFound`: the executable is missing (the plugin offers to install it). */
+  onNotice?: (message: string, notFound: boolean) => void;
   /** Each new running client (the vault sync re-opens the active note on it). */
   onClient?: (client: LspClient) => void;
   /** Replaced in tests that do not want to wait for LspClient.start. */
@@ -53,7 +54,7 @@ export interface SupervisorOptions {
 
 export class ServerSupervisor {
   private current: LspClient | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: number | undefined;
   private failures = 0;
   private noticed = false;
   private wanted = false;
@@ -116,7 +117,7 @@ export class ServerSupervisor {
   }
 
   private clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
+    window.clearTimeout(this.timer);
     this.timer = undefined;
   }
 
@@ -166,7 +167,7 @@ export class ServerSupervisor {
     this.setState({ kind: 'failed', message });
     if (!this.noticed) {
       this.noticed = true;
-      this.options.onNotice?.(message);
+      this.options.onNotice?.(message, true);
     }
   }
 
@@ -186,18 +187,18 @@ export class ServerSupervisor {
     if (this.failures >= this.policy.giveUpAfter) {
       const message = `mdsearch: the server failed ${this.failures} times in a row and is not restarted again (${reason}). Fix the cause, then run "mdsearch: Restart server".`;
       this.setState({ kind: 'failed', message });
-      this.options.onNotice?.(message);
+      this.options.onNotice?.(message, false);
       return;
     }
     const inMs = backoffDelay(this.failures, this.policy);
     this.setState({ kind: 'restarting', inMs, failures: this.failures, reason });
     if (this.failures >= this.policy.noticeAfter && !this.noticed) {
       this.noticed = true;
-      this.options.onNotice?.(`mdsearch: the server keeps failing (${reason}); retrying in ${Math.round(inMs / 1000)} s.`);
+      this.options.onNotice?.(`mdsearch: the server keeps failing (${reason}); retrying in ${Math.round(inMs / 1000)} s.`, false);
     }
     const generation = this.generation;
     this.clearTimer();
-    this.timer = setTimeout(() => {
+    this.timer = window.setTimeout(() => {
       this.timer = undefined;
       if (generation === this.generation && this.wanted) void this.start();
     }, inMs);

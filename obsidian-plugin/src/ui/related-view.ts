@@ -183,11 +183,11 @@ export class RelatedView extends ItemView {
     const actions = await client.codeActions(note.uri, range, only);
     const action = actions.find(pick);
     if (!action) {
-      new Notice('mdsearch: that link is no longer offered (the note changed).');
+      new Notice('That link is no longer offered: the note changed.');
       return false;
     }
     if (note.editor.getValue() !== note.text) {
-      new Notice('mdsearch: the note changed meanwhile; try again.');
+      new Notice('The note changed meanwhile; try again.');
       return false;
     }
     note.editor.transaction({ changes: toChanges(action.edits) });

@@ -23,6 +23,7 @@ interface ElOptions {
 /** An element with Obsidian's helpers (createDiv, setText, ...) and just enough DOM. */
 export class FakeEl {
   children: FakeEl[] = [];
+  disabled = false;
   classes = new Set<string>();
   attrs = new Map<string, string>();
   ownText = '';
@@ -194,6 +195,7 @@ export class FileSystemAdapter {
 
 export class Vault extends Events {
   readonly adapter: FileSystemAdapter;
+  configDir = '.obsidian';
 
   constructor(readonly root: string) {
     super();
@@ -576,12 +578,27 @@ export class Keymap {
 }
 
 export class Notice {
-  /** Test helper: every notice shown, in order. */
+  /** Test helper: every notice shown, in order (a fragment's text). */
   static shown: string[] = [];
-  constructor(readonly message: string, readonly duration?: number) {
-    Notice.shown.push(message);
+  /** Test helper: the notices whose message is a fragment (to press its buttons). */
+  static fragments: FakeEl[] = [];
+  constructor(readonly message: string | DocumentFragment, readonly duration?: number) {
+    if (typeof message === 'string') {
+      Notice.shown.push(message);
+    } else {
+      const el = message as unknown as FakeEl;
+      Notice.shown.push(el.textContent);
+      Notice.fragments.push(el);
+    }
   }
 }
+
+/** Obsidian's global createFragment: here an element holding what the callback made. */
+(globalThis as { createFragment?: unknown }).createFragment = (callback?: (el: DocumentFragment) => void): DocumentFragment => {
+  const el = new FakeEl('#fragment');
+  callback?.(el as unknown as DocumentFragment);
+  return el as unknown as DocumentFragment;
+};
 
 export function setIcon(_el: HTMLElement, _icon: string): void {}
 
@@ -596,7 +613,12 @@ export class Modal {
   /** Test helper: the modals open now. */
   static openModals: Modal[] = [];
   contentEl = new FakeEl();
+  titleEl = new FakeEl();
   constructor(readonly app: App) {}
+  setTitle(title: string): this {
+    this.titleEl.setText(title);
+    return this;
+  }
   open(): void {
     Modal.openModals.push(this);
     void this.onOpen();
@@ -681,11 +703,32 @@ export abstract class EditorSuggest<T> {
 
 // ---- settings ---------------------------------------------------------------------------------
 
+/** A row of the declarative settings API (Obsidian 1.13+); the plugin uses `render` rows only. */
+export interface SettingDefinitionItem {
+  name: string;
+  desc?: string;
+  render?: (setting: Setting) => void;
+}
+
 export abstract class PluginSettingTab {
   containerEl: HTMLElement = asEl(new FakeEl());
   constructor(readonly app: App, _plugin: Plugin) {}
+  getSettingDefinitions(): SettingDefinitionItem[] {
+    return [];
+  }
   abstract display(): void;
   hide(): void {}
+
+  /** Test helper: what Obsidian 1.13+ does with the definitions (a row each: name, description,
+   * then the row's own render). */
+  renderDefinitions(): void {
+    const container = this.containerEl as unknown as FakeEl;
+    container.empty();
+    for (const item of this.getSettingDefinitions()) {
+      const setting = new Setting(this.containerEl).setName(item.name).setDesc(item.desc ?? '');
+      item.render?.(setting);
+    }
+  }
 }
 
 type Handler<V> = (value: V) => unknown;
@@ -754,6 +797,7 @@ export class Setting {
   name = '';
   desc = '';
   components: AnyComponent[] = [];
+  descEl: HTMLElement = asEl(new FakeEl());
 
   constructor(containerEl: HTMLElement) {
     (containerEl as unknown as FakeEl).settings.push(this);
@@ -766,6 +810,7 @@ export class Setting {
 
   setDesc(desc: string): this {
     this.desc = desc;
+    (this.descEl as unknown as FakeEl).setText(desc);
     return this;
   }
 
