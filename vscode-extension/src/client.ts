@@ -282,7 +282,7 @@ export class ServerManager implements vscode.Disposable {
     const install = 'Install mdsearch';
     const copy = 'Copy install command';
     const choice = await vscode.window.showInformationMessage(
-      'Markdown Search needs the mdsearch program. Install it into an environment of this extension (a few minutes, about 250 MB), or set "mdsearch.server.path".',
+      'Markdown Search needs the mdsearch program. Install it into an environment of this extension (a minute or two; several hundred MB), or set "mdsearch.server.path".',
       install,
       copy,
     );

@@ -90,7 +90,10 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('mdsearch.showLogs', () => output.show()),
     vscode.commands.registerCommand(INSTALL_COMMAND, () => server.install()),
     vscode.commands.registerCommand('mdsearch.enableFolder', async () => {
-      const folder = await vscode.window.showWorkspaceFolderPick({ placeHolder: 'Folder to turn mdsearch on for' });
+      const folders = vscode.workspace.workspaceFolders ?? [];
+      const folder = folders.length === 1
+        ? folders[0]
+        : await vscode.window.showWorkspaceFolderPick({ placeHolder: 'Folder to turn mdsearch on for' });
       if (!folder) return;
       await vscode.workspace
         .getConfiguration('mdsearch', folder.uri)

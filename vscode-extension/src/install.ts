@@ -79,7 +79,9 @@ export function installSteps(o: InstallOptions): Step[] {
   if (!o.python) throw new Error('installSteps: neither uv nor a Python');
   return [
     { command: o.python, args: ['-m', 'venv', o.envDir] },
-    { command: envPython, args: ['-m', 'pip', 'install', '--disable-pip-version-check', o.pipPackage] },
+    // --no-compile: as uv does, no bytecode for every file of every dependency up front (a
+    // quarter of the time: 26 s against 80-106 s here); Python writes it for what it imports.
+    { command: envPython, args: ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-compile', o.pipPackage] },
   ];
 }
 

@@ -1,6 +1,6 @@
 // End to end: the packaged .vsix in code-server (VS Code 1.100) in headless Chromium, against the
 // real `mdsearch serve` of the project's environment (mdsearch.server.path), on a folder that is
-// no vault (mdsearch.enable). Search a paraphrase and open the hit, hover a heading for
+// no vault, so it starts once *Enable mdsearch in this folder* sets mdsearch.enable. Search a paraphrase and open the hit, hover a heading for
 // related sections, edit and save a note and find the new text, complete a link by meaning after
 // [[, link a related section with a code action, open the related list from a heading's lens,
 // and change a search setting without the server restarting.
@@ -50,7 +50,6 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
       timed,
       settings: {
         'mdsearch.server.path': MDSEARCH,
-        'mdsearch.enable': true,
         'mdsearch.indexDir': indexDir,
         'mdsearch.trace.server': 'verbose',
       },
@@ -64,7 +63,16 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
     await session?.close();
   });
 
-  it('starts the server and indexes the vault (status bar shows the section count)', async () => {
+  it('starts nothing in a folder that is no vault until "Enable mdsearch in this folder"', async () => {
+    assert.equal(await wb.mdsearchStatus(), '', 'no mdsearch status item before it is enabled');
+    await wb.runCommand('Markdown Search: Enable mdsearch in this folder');
+    const settings = path.join(vault, '.vscode', 'settings.json');
+    // VS Code creates the file, then writes the setting into it
+    const written = (): Record<string, unknown> => JSON.parse(fs.readFileSync(settings, 'utf8')) as Record<string, unknown>;
+    await waitFor('the folder setting written', () => Promise.resolve(written()['mdsearch.enable'] === true), 10_000);
+  });
+
+  it('then starts the server and indexes the folder (status bar shows the section count)', async () => {
     const seen = new Set<string>();
     let notified = false;
     const toast = wb.page.locator('.notification-toast', { hasText: 'mdsearch: indexing notes' });

@@ -37,11 +37,11 @@ describe('installSteps', () => {
   it("without uv: the found Python's venv, then the environment's own pip", () => {
     assert.deepEqual(installSteps({ platform: 'linux', envDir: '/storage/env', pipPackage: 'mdsearch-ls', python: '/usr/bin/python3.12' }), [
       { command: '/usr/bin/python3.12', args: ['-m', 'venv', '/storage/env'] },
-      { command: '/storage/env/bin/python', args: ['-m', 'pip', 'install', '--disable-pip-version-check', 'mdsearch-ls'] },
+      { command: '/storage/env/bin/python', args: ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-compile', 'mdsearch-ls'] },
     ]);
     assert.deepEqual(installSteps({ platform: 'win32', envDir: 'C:\\env', pipPackage: 'mdsearch-ls', python: 'C:\\Python312\\python.exe' }), [
       { command: 'C:\\Python312\\python.exe', args: ['-m', 'venv', 'C:\\env'] },
-      { command: 'C:\\env\\Scripts\\python.exe', args: ['-m', 'pip', 'install', '--disable-pip-version-check', 'mdsearch-ls'] },
+      { command: 'C:\\env\\Scripts\\python.exe', args: ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-compile', 'mdsearch-ls'] },
     ]);
   });
 
