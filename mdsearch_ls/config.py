@@ -188,8 +188,9 @@ class Settings:
     include_formats: tuple[str, ...] = setting(
         (), _formats, "Documents to index beside the notes, converted to sections: pdf (a "
         "page is a section under the outline's headings), docx, html, ipynb (markdown and code "
-        "cells, no outputs), org; or all. Needs the extra mdsearch-ls[formats]; off by default "
-        "(the CLI keeps what the index was built with unless given, none turning it off).",
+        "cells, no outputs), org; or all. Needs the extra formats (mdsearch install formats); "
+        "off by default (the CLI keeps what the index was built with unless given, none "
+        "turning it off).",
         client="includeFormats", applies="index", cli=True, scope="resource")
     index_dir: str | None = setting(
         None, _opt_str, "Where the index lives; by default a folder in the user cache keyed by "
@@ -198,14 +199,14 @@ class Settings:
     model: str | None = setting(
         None, _opt_str, "Empty means the bundled all-MiniLM-L6-v2 (English); multilingual "
         "means the bundled Universal Sentence Encoder multilingual v3 (16 languages, notes and "
-        "queries in any of them; needs mdsearch-ls[multilingual]); anything else is a local "
+        "queries in any of them; needs mdsearch install multilingual); anything else is a local "
         "sentence-transformers model folder or a name already in the Hugging Face cache. Each "
         "model has its own index: switching re-embeds every note once.",
         client="model", applies="index", cli=True)
     embedder_backend: str = setting(
         "onnx", _choice(BACKENDS), "How the model runs: onnx (ONNX Runtime, the default), "
         "onnx-int8 (quantised: faster, slightly different vectors) or torch "
-        "(sentence-transformers, for a GPU or another model; needs mdsearch-ls[torch]).",
+        "(sentence-transformers, for a GPU or another model; needs mdsearch install torch).",
         client="embedder.backend", applies="index", cli=True)
     chunk_size: int = setting(
         1000, _int(100, 20_000), "Longest chunk in characters before a section is split.",
@@ -240,11 +241,11 @@ class Settings:
         client="hover.minScore", applies="search")
     links_style: str = setting(
         "wikilink", _choice(LINK_STYLES), "How inserted links are written: wikilink "
-        "([[Note#Heading]], Obsidian) or markdown ([Heading](relative/path.md#heading), GitHub "
-        "and VS Code).",
+        "(`[[Note#Heading]]`, Obsidian) or markdown (`[Heading](relative/path.md#heading)`, "
+        "GitHub and VS Code).",
         client="links.style", applies="search", scope="resource")
     completion_enabled: bool = setting(
-        True, _bool, "Complete links after [[ (and after ]( ): notes and headings ranked by "
+        True, _bool, "Complete links after `[[` (and after `](`): notes and headings ranked by "
         "their name and by how close they are in meaning to the paragraph being written.",
         client="completion.enabled", applies="search", scope="resource")
     related_display: str = setting(

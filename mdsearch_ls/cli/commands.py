@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mdsearch_ls.cli.common import EXIT_OK, UsageError, _note, _settings, _shown
+from mdsearch_ls.cli.install import cmd_install
 from mdsearch_ls.cli.output import (
     QueryFailed,
     _check_output_args,
@@ -345,4 +346,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": cmd_serve,
     "mcp": cmd_mcp,
     "background": cmd_background,
+    "install": cmd_install,
 }

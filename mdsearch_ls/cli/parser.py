@@ -86,6 +86,14 @@ beside the index instead of loading the model and reading the notes again. It le
 after --idle minutes without a search (and exits with the last), and gives an index up to
 anything that needs to write it (mdsearch index --rebuild, an editor's language server). Its log
 is background.log in the index folder of the search that started it.""",
+    "install": """\
+examples:
+  mdsearch install formats                  PDF, Word, HTML and Org documents (include_formats)
+  mdsearch install multilingual             the multilingual model (model = multilingual)
+  mdsearch install torch                    the torch backend (embedder.backend = torch)
+
+Installs into the environment mdsearch runs in (pipx's, uv tool's, a virtual environment's) with
+its own pip, or with uv where that environment has no pip.""",
     "serve": """\
 examples:
   mdsearch serve              what an editor starts (stdio); see the README for VS Code,
@@ -243,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
                "command line (a search starts it; this runs it in the foreground)",
                _background_args)
     _subparser(sub, "serve", "run the language server over stdio (for editors)", _serve_args)
+    _subparser(sub, "install", "install an optional part (formats, multilingual, torch) into "
+               "mdsearch's own environment", _install_args)
     return parser
 
 
@@ -353,6 +363,15 @@ def _background_args(p: argparse.ArgumentParser) -> None:
 
 def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stdio", action="store_true", help="accepted for editor compatibility")
+    p.add_argument("-v", "--verbose", action="count", default=0)
+    p.add_argument("-q", "--quiet", action="store_true")
+
+
+def _install_args(p: argparse.ArgumentParser) -> None:
+    from mdsearch_ls.cli.install import EXTRAS
+
+    p.add_argument("extra", nargs="+", choices=tuple(EXTRAS), metavar="EXTRA",
+                   help=f"{', '.join(EXTRAS)} (several at once: formats multilingual)")
     p.add_argument("-v", "--verbose", action="count", default=0)
     p.add_argument("-q", "--quiet", action="store_true")
 

