@@ -332,7 +332,11 @@ export class ServerManager implements vscode.Disposable {
     for (const [i, step] of steps.entries()) {
       report(i === 0 ? 'creating the environment' : `installing ${PIP_PACKAGE}`);
       const result = await runSteps([step], log, token);
-      if (!result.ok) return fail(result.message === 'cancelled' ? 'cancelled' : `${result.message}; see the log`);
+      if (result.ok) continue;
+      if (result.message === 'cancelled') return fail('cancelled');
+      // Debian's and Ubuntu's Python has no venv module until python3-venv is installed
+      const hint = i === 0 && !uv ? ' (on Debian or Ubuntu, install python3-venv, or install uv)' : '';
+      return fail(`${result.message}${hint}; see the log`);
     }
     log('done');
     return true;
