@@ -157,6 +157,7 @@ describe('Install mdsearch, then Search Notes in the engine\'s order (code-serve
   let session: Session | undefined;
   let wb: Workbench;
   let indexDir: string;
+  let home: string;
   let expected: Map<string, Hit[]>;
 
   before(async () => {
@@ -167,7 +168,7 @@ describe('Install mdsearch, then Search Notes in the engine\'s order (code-serve
       `no mdsearch_ls wheel in ${WHEELHOUSE} (set MDSEARCH_WHEELHOUSE; scripts/dist.sh makes dist/wheelhouse)`,
     );
     indexDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mdsearch-e2e-order-index-'));
-    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'mdsearch-e2e-home-'));
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'mdsearch-e2e-home-'));
     session = await openSession({
       name: 'order',
       codeServer: CODE_SERVER,
@@ -181,6 +182,7 @@ describe('Install mdsearch, then Search Notes in the engine\'s order (code-serve
 
   after(async () => {
     await session?.close();
+    for (const dir of [indexDir, home]) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('offers Install mdsearch once, installs it offline and starts the server', async () => {
