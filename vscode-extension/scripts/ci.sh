@@ -2,8 +2,11 @@
 # CI for the VS Code extension, from a clean clone:
 #   npm ci -> type check -> lint -> unit tests -> .vsix -> end-to-end test in code-server.
 # Env: MDSEARCH_PYTHON  Python with mdsearch_ls installed (default ../.venv/bin/python, relative to
-#                       the extension folder); CODE_SERVER_PREFIX (default /opt/mdsearch-code-server);
-#                       MDSEARCH_SKIP_E2E=1 skips the end-to-end test.
+#                       the extension folder): its mdsearch serves the main end-to-end test;
+#      MDSEARCH_WHEELHOUSE  folder of wheels (mdsearch-ls and every dependency) the install test
+#                       installs from offline (default ../dist/wheelhouse, made by scripts/dist.sh);
+#      CODE_SERVER_PREFIX (default /opt/mdsearch-code-server);
+#      MDSEARCH_SKIP_E2E=1 skips the end-to-end tests.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ext_dir=$(pwd)
@@ -50,7 +53,12 @@ fi
 python=${MDSEARCH_PYTHON:-../.venv/bin/python}
 [[ $python == /* ]] || python=$ext_dir/$python
 [[ -x $python ]] || { echo "no Python at $python (set MDSEARCH_PYTHON)" >&2; exit 1; }
-"$python" -c 'import mdsearch_ls' || { echo "$python cannot import mdsearch_ls" >&2; exit 1; }
+[[ -x $(dirname "$python")/mdsearch ]] || { echo "no mdsearch beside $python" >&2; exit 1; }
+wheelhouse=${MDSEARCH_WHEELHOUSE:-$ext_dir/../dist/wheelhouse}
+[[ $wheelhouse == /* ]] || wheelhouse=$ext_dir/$wheelhouse
+compgen -G "$wheelhouse/mdsearch_ls-*.whl" >/dev/null \
+  || { echo "no mdsearch_ls wheel in $wheelhouse (run scripts/dist.sh, or set MDSEARCH_WHEELHOUSE)" >&2; exit 1; }
 rm -rf test-results
-CODE_SERVER=$code_server MDSEARCH_PYTHON=$python node --test --test-concurrency=1 out/test/e2e/
+CODE_SERVER=$code_server MDSEARCH_PYTHON=$python MDSEARCH_WHEELHOUSE=$wheelhouse \
+  node --test --test-concurrency=1 out/test/e2e/
 step "done"

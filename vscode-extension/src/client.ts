@@ -1,7 +1,10 @@
-// Owns the language client: finds the interpreter, checks that the server package imports, starts
-// `<python> -m mdsearch_ls serve`, restarts it, and routes its status events. Lifecycle operations
-// are queued so a restart never overlaps a start or a stop.
+// Owns the language client: finds the mdsearch program (discovery.ts), offers to install it when
+// there is none (install.ts), starts `mdsearch serve`, restarts it, and routes its status events.
+// Lifecycle operations are queued so a restart never overlaps a start, a stop or an install.
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
   type ConfigurationParams,
@@ -14,72 +17,80 @@ import {
   State,
 } from 'vscode-languageclient/node';
 import { debounce, type Debounced } from './debounce';
+import { findProgram, findServer, type Found, type Host } from './discovery';
+import { findPython, installSteps, runQuiet, runSteps, toolInstallCommand } from './install';
 import { parseStatus, StatusNotification, toRelatedPick } from './protocol';
-import {
-  checkImportable,
-  importErrorMessage,
-  installCommand,
-  onPythonInterpreterChange,
-  PYTHON_EXTENSION_ID,
-  pythonExtensionInterpreter,
-  resolveInterpreter,
-  serverCommand,
-  type Interpreter,
-} from './python';
+import { onPythonInterpreterChange, PYTHON_EXTENSION_ID, pythonExtensionInterpreter } from './python';
 import {
   type PathContext,
-  pythonPathSetting,
   type ServerSettings,
+  serverPathSetting,
   type SettingSchema,
   toServerSettings,
 } from './settings';
 import { type ClientStatus } from './status';
 
-/** `serverInfo` in package.json: the single source of the server's name, module and pip name. */
-export interface ServerInfo {
-  name: string;
-  module: string;
-  pipPackage: string;
-}
-
-export function readServerInfo(packageJson: unknown): ServerInfo {
-  const fallback: ServerInfo = { name: 'mdsearch', module: 'mdsearch_ls', pipPackage: 'mdsearch-ls' };
-  if (typeof packageJson !== 'object' || packageJson === null || !('serverInfo' in packageJson)) return fallback;
-  const info = packageJson.serverInfo;
-  if (typeof info !== 'object' || info === null) return fallback;
-  const pick = (key: keyof ServerInfo): string => {
-    const v = (info as Record<string, unknown>)[key];
-    return typeof v === 'string' && v ? v : fallback[key];
-  };
-  return { name: pick('name'), module: pick('module'), pipPackage: pick('pipPackage') };
-}
+/** The package on PyPI that holds the `mdsearch` program. */
+export const PIP_PACKAGE = 'mdsearch-ls';
+export const INSTALL_COMMAND = 'mdsearch.installServer';
 
 /** Restart delay after a settings change: typing in the settings editor fires one event per key. */
 const RESTART_DEBOUNCE_MS = 750;
+
+/** This machine, for discovery. */
+export const localHost: Host = {
+  platform: process.platform,
+  env: process.env,
+  home: os.homedir(),
+  isExecutable: async (file) => {
+    try {
+      if (!(await fs.promises.stat(file)).isFile()) return false;
+      if (process.platform !== 'win32') await fs.promises.access(file, fs.constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+};
+
+/** `<program> --version`: "mdsearch 0.1.0" from mdsearch, anything else from anything else. */
+function version(program: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile(program, ['--version'], { timeout: 30_000, windowsHide: true }, (error, stdout) => {
+      const text = stdout.trim();
+      resolve(!error && /^mdsearch\s/.test(text) ? text : undefined);
+    });
+  });
+}
 
 export class ServerManager implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private clientDisposables: vscode.Disposable[] = [];
   private lifecycle: Promise<void> = Promise.resolve();
   private stopping = false;
+  private offered = false;
   private statusNotifications = 0;
-  private interpreter: Interpreter | undefined;
+  private program: Found | undefined;
   private readonly statusEmitter = new vscode.EventEmitter<ClientStatus>();
-  private readonly disposables: vscode.Disposable[] = [this.statusEmitter];
+  private readonly programEmitter = new vscode.EventEmitter<void>();
+  private readonly disposables: vscode.Disposable[] = [this.statusEmitter, this.programEmitter];
   /** Fires for every client-side state change and every `mdsearch/status` the server sends. */
   readonly onStatus = this.statusEmitter.event;
+  /** Fires when the program found changes (the MCP definition follows it). */
+  readonly onProgram = this.programEmitter.event;
   readonly scheduleRestart: Debounced<[]>;
 
   constructor(
-    private readonly info: ServerInfo,
     private readonly output: vscode.LogOutputChannel,
     private readonly schema: Record<string, SettingSchema>,
+    /** The extension's own environment, in its global storage. */
+    private readonly envDir: string,
   ) {
     this.scheduleRestart = debounce(() => void this.restart(), RESTART_DEBOUNCE_MS);
     const pythonExtension = vscode.extensions.getExtension(PYTHON_EXTENSION_ID);
-    // Follow the Python extension's interpreter only while our own setting does not override it.
+    // Follow the Python extension's interpreter only when that is where mdsearch was found.
     void onPythonInterpreterChange(pythonExtension, () => {
-      if (!pythonPathSetting(vscode.workspace.getConfiguration('mdsearch'), pathContext())) {
+      if (this.program?.source === 'Python extension') {
         this.output.info('Python extension changed the interpreter; restarting the server.');
         this.scheduleRestart();
       }
@@ -89,12 +100,13 @@ export class ServerManager implements vscode.Disposable {
     );
   }
 
-  get running(): boolean {
-    return this.client?.state === State.Running;
+  /** The mdsearch program in use, once found. */
+  get programPath(): string | undefined {
+    return this.program?.path;
   }
 
-  get pythonPath(): string | undefined {
-    return this.interpreter?.path;
+  get running(): boolean {
+    return this.client?.state === State.Running;
   }
 
   start(): Promise<void> {
@@ -117,9 +129,13 @@ export class ServerManager implements vscode.Disposable {
   /** Sends `workspace/executeCommand` straight to the server (not through VS Code's command
    * registry) so the request can be cancelled with `token` when the user types on. */
   async execute(command: string, args: unknown[], token?: vscode.CancellationToken): Promise<unknown> {
+    // A command run where mdsearch is not on (no vault, no setting) starts it for this window.
+    if (!this.client) await this.start();
     const client = this.client;
     if (!client || client.state !== State.Running) {
-      throw new Error('the mdsearch server is not running (see "Markdown Search: Show Logs")');
+      throw new Error(this.program
+        ? 'the mdsearch server is not running (see "Markdown Search: Show Logs")'
+        : 'mdsearch is not installed (run "Markdown Search: Install mdsearch")');
     }
     return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args }, token);
   }
@@ -137,34 +153,17 @@ export class ServerManager implements vscode.Disposable {
   private async doStart(): Promise<void> {
     if (this.client) return;
     this.emit({ kind: 'starting' });
-    const cfg = vscode.workspace.getConfiguration('mdsearch');
-    const interpreter = await resolveInterpreter({
-      setting: pythonPathSetting(cfg, pathContext()),
-      pythonExtension: () =>
-        pythonExtensionInterpreter(
-          vscode.extensions.getExtension(PYTHON_EXTENSION_ID),
-          vscode.workspace.workspaceFolders?.[0]?.uri,
-        ),
-    });
-    this.interpreter = interpreter;
-    this.output.info(`Python: ${interpreter.path} (from ${interpreter.source})`);
-
-    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-    const check = await checkImportable(interpreter.path, this.info.module, { cwd });
-    if (!check.ok) {
-      const message = importErrorMessage(interpreter.path, this.info.module, check);
-      this.output.error(message);
+    const program = await this.locate();
+    if (!program) {
+      const message = 'mdsearch: the mdsearch program is not installed.';
       this.emit({ kind: 'failed', message });
-      void this.offerFix(message, interpreter.path);
+      void this.offerInstall();
       return;
     }
-    this.output.info(`${this.info.module} ${check.version} found.`);
-
-    const { command, args } = serverCommand(interpreter.path, this.info.module);
     const serverOptions: ServerOptions = {
-      command,
-      args,
-      options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+      command: program.path,
+      args: ['serve'],
+      options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };
     const clientOptions: LanguageClientOptions = {
       // Only files on disk: the server indexes the file system, untitled buffers have no path.
@@ -211,7 +210,7 @@ export class ServerManager implements vscode.Disposable {
       },
     };
 
-    const client = new LanguageClient(this.info.name, 'Markdown Search', serverOptions, clientOptions);
+    const client = new LanguageClient('mdsearch', 'Markdown Search', serverOptions, clientOptions);
     this.client = client;
     this.clientDisposables.push(
       client.onNotification(StatusNotification, (params: unknown) => {
@@ -254,17 +253,93 @@ export class ServerManager implements vscode.Disposable {
     }
   }
 
-  private async offerFix(message: string, python: string): Promise<void> {
-    const openSettings = 'Open settings';
-    const copyInstall = 'Copy install command';
-    const choice = await vscode.window.showErrorMessage(message, openSettings, copyInstall);
-    if (choice === openSettings) {
-      await vscode.commands.executeCommand('workbench.action.openSettings', 'mdsearch.server.pythonPath');
-    } else if (choice === copyInstall) {
-      const cmd = installCommand(python, this.info.pipPackage);
+  /** Finds the program (logging where it looked and what it found) and remembers it. */
+  private async locate(): Promise<Found | undefined> {
+    const found = await findServer(localHost, {
+      setting: serverPathSetting(vscode.workspace.getConfiguration('mdsearch'), pathContext()),
+      envDir: this.envDir,
+      // An untrusted workspace chooses its interpreter: running a program from it is not safe.
+      pythonInterpreter: () =>
+        vscode.workspace.isTrusted
+          ? pythonExtensionInterpreter(vscode.extensions.getExtension(PYTHON_EXTENSION_ID), vscode.workspace.workspaceFolders?.[0]?.uri)
+          : Promise.resolve(undefined),
+      answers: async (program) => (await version(program)) !== undefined,
+      skipped: (program) => this.output.warn(`${program} does not answer --version as mdsearch does; passed over.`),
+    });
+    if (found) this.output.info(`mdsearch: ${found.path} (${found.source})`);
+    else this.output.info('mdsearch was not found: not on PATH, in the tool folders, in the extension\'s environment or beside the Python extension\'s interpreter.');
+    if (found?.path !== this.program?.path) {
+      this.program = found;
+      this.programEmitter.fire();
+    }
+    return found;
+  }
+
+  /** The one notification when mdsearch is not found (once per window). */
+  private async offerInstall(): Promise<void> {
+    if (this.offered) return;
+    this.offered = true;
+    const install = 'Install mdsearch';
+    const copy = 'Copy install command';
+    const choice = await vscode.window.showInformationMessage(
+      'Markdown Search needs the mdsearch program. Install it into an environment of this extension (a minute or two; several hundred MB), or set "mdsearch.server.path".',
+      install,
+      copy,
+    );
+    if (choice === install) {
+      await vscode.commands.executeCommand(INSTALL_COMMAND);
+    } else if (choice === copy) {
+      const cmd = toolInstallCommand(PIP_PACKAGE, (await findProgram(localHost, 'uv')) !== undefined);
       await vscode.env.clipboard.writeText(cmd);
       void vscode.window.showInformationMessage(`Copied: ${cmd}. Run it in a terminal, then "Markdown Search: Restart Server".`);
     }
+  }
+
+  /** "Install mdsearch": a fresh environment in the extension's storage, mdsearch-ls installed
+   * into it with uv or a Python's venv, then the server started from it. */
+  install(): Promise<void> {
+    return this.enqueue(async () => {
+      await this.doStop();
+      const ok = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'Installing mdsearch', cancellable: true },
+        (progress, token) => this.doInstall((message) => progress.report({ message }), token),
+      );
+      if (ok) await this.doStart();
+    });
+  }
+
+  private async doInstall(report: (message: string) => void, token: vscode.CancellationToken): Promise<boolean> {
+    const log = (line: string): void => this.output.info(`[install] ${line}`);
+    const fail = (message: string): false => {
+      log(message);
+      void vscode.window.showErrorMessage(`mdsearch: the install failed: ${message}`, 'Show logs').then((c) => c && this.output.show());
+      return false;
+    };
+    report('finding uv or Python 3.10+');
+    const uv = await findProgram(localHost, 'uv');
+    let python: string | undefined;
+    if (!uv) {
+      const found = await findPython(localHost.platform, runQuiet);
+      for (const reason of found.reasons) log(reason);
+      if (!found.python) return fail('no uv and no Python 3.10 or newer found (install one, or uv, and try again).');
+      python = found.python;
+    }
+    const steps = installSteps({ platform: localHost.platform, envDir: this.envDir, pipPackage: PIP_PACKAGE, uv, python });
+    log(`into ${this.envDir} with ${uv ? `uv (${uv})` : `Python (${python})`}`);
+    // A fresh environment each time: what a failed or cancelled install left is not trusted.
+    await fs.promises.rm(this.envDir, { recursive: true, force: true });
+    await fs.promises.mkdir(path.dirname(this.envDir), { recursive: true });
+    for (const [i, step] of steps.entries()) {
+      report(i === 0 ? 'creating the environment' : `installing ${PIP_PACKAGE}`);
+      const result = await runSteps([step], log, token);
+      if (result.ok) continue;
+      if (result.message === 'cancelled') return fail('cancelled');
+      // Debian's and Ubuntu's Python has no venv module until python3-venv is installed
+      const hint = i === 0 && !uv ? ' (on Debian or Ubuntu, install python3-venv, or install uv)' : '';
+      return fail(`${result.message}${hint}; see the log`);
+    }
+    log('done');
+    return true;
   }
 
   private async doStop(): Promise<void> {

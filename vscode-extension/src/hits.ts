@@ -28,6 +28,55 @@ export function oneLine(text: string, max: number): string {
   return `${(space > max * 0.6 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
+// Markdown in the server's snippet (the section's first 200 characters, line breaks and the
+// markers at line starts already gone), turned into the reading text `mdsearch search` prints:
+// the markers go, the words stay. Obsidian syntax reads as in engine/search/preview.py; code is
+// kept as written.
+const PROSE: readonly [RegExp, string | ((...groups: string[]) => string)][] = [
+  [/%%.*?%%/g, ''], // Obsidian comments
+  [/!\[\[[^\]]*\]\]/g, ''], // embeds: nothing to read in one line
+  [/\[\[([^\]|#^]*)(?:[#^]([^\]|]*))?(?:\|([^\]]*))?\]\]/g, (_m, target: string, sub?: string, alias?: string) =>
+    alias ?? (target && sub ? `${target} > ${sub}` : target || sub || '')],
+  [/!?\[([^\]]*)\]\([^)]*(?:\)|$)/g, '$1'], // [text](url) and ![alt](url), the url maybe cut
+  [/\[([^\]]+)\]\[[^\]]*\]/g, '$1'], // [text][ref]
+  [/<((?:https?|mailto):[^>\s]+)>/g, '$1'], // autolinks
+  [/<\/?[A-Za-z][^>]*>/g, ''], // HTML tags
+  [/\[\^[^\]]+\]/g, ''], // footnote references
+  [/\[![\w-]+\][+-]?/g, ''], // callout markers
+  [/(^|\s)\^[A-Za-z0-9-]+(?=\s|$)/g, '$1'], // block ids
+  [/\|?(?:\s*:?-+:?\s*\|)+(?:\s*:?-+:?\s*)?/g, ' '], // table separator rows
+  [/(\*\*|__)(?=\S)(.+?)(?<=\S)\1/g, '$2'], // strong
+  [/(^|[^\w*])\*(?=\S)(.+?)(?<=\S)\*(?!\w)/g, '$1$2'], // emphasis
+  [/(^|\W)_(?=\S)(.+?)(?<=\S)_(?!\w)/g, '$1$2'],
+  [/(~~|==)(?=\S)(.+?)(?<=\S)\1/g, '$2'], // strikethrough, highlight
+  [/\*\*|__|\[\[|\]\]/g, ''], // a marker whose pair the 200-character cut took
+  [/^\s*#{1,6}\s+/, ''], // a heading-only section's heading
+];
+/** What is kept as written: a code span (group 2: its text), a backslash-escaped character
+ * (group 3); and a code fence's marker and language, which go. */
+const LITERAL = /(?:`{3,}|~{3,})[\w+#.-]*|(`+)(.+?)\1|`+|\\([!-/:-@[-`{-~])/g;
+
+function prose(text: string): string {
+  for (const [pattern, replacement] of PROSE) {
+    text = typeof replacement === 'string' ? text.replace(pattern, replacement) : text.replace(pattern, replacement);
+  }
+  return text;
+}
+
+/** The snippet as plain text, as the CLI shows it: no `**`, code fences, link or wikilink
+ * syntax (code spans keep their text as written). Table rows keep the pipes between cells, as
+ * the CLI's do. */
+export function plainText(markdown: string): string {
+  let out = '';
+  let last = 0;
+  for (const m of markdown.matchAll(LITERAL)) {
+    out += prose(markdown.slice(last, m.index)) + (m[2] ?? m[3] ?? '');
+    last = m.index + m[0].length;
+  }
+  out += prose(markdown.slice(last));
+  return out.replace(/\s+/g, ' ').replace(/^\s*\|\s*|\s*\|\s*$/g, '').replace(/\|\s*\|/g, '·').trim();
+}
+
 /** Last path segment of a POSIX or Windows path (folder display names). */
 export function baseName(p: string): string {
   const parts = p.split(/[\\/]+/).filter((s) => s.length > 0);
@@ -66,7 +115,7 @@ export function hitToItem(hit: Hit, options: HitItemOptions = {}): HitItem {
     alwaysShow: options.alwaysShow ?? true,
     hit,
   };
-  const snippet = oneLine(hit.snippet, options.maxSnippet ?? 240);
+  const snippet = oneLine(plainText(hit.snippet), options.maxSnippet ?? 240);
   if (snippet) item.detail = snippet;
   return item;
 }

@@ -1,4 +1,4 @@
-// The wire contract with `python -m mdsearch_ls serve`: command ids the server registers and the
+// The wire contract with `mdsearch serve`: command ids the server registers and the
 // shapes it sends back. Kept free of any runtime import but the generated status words (no
 // `vscode`), so unit tests can load it outside VS Code.
 import {

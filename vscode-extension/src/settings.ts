@@ -22,7 +22,7 @@ export interface SettingSchema {
 }
 
 /** Keys of package.json's `mdsearch.*` settings that belong to the client, not the server. */
-const CLIENT_ONLY = ['server.', 'trace.'];
+const CLIENT_ONLY = ['server.', 'trace.', 'enable'];
 /** Settings holding a path, expanded like VS Code's own path settings. */
 const PATH_KEYS = new Set(['indexDir', 'model']);
 
@@ -102,16 +102,32 @@ export function toServerSettings(
 const nonEmpty = (v: unknown): string | undefined =>
   typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
 
-/** The interpreter setting, expanded; undefined when unset so the next source is tried. */
-export function pythonPathSetting(cfg: ConfigReader, paths: PathContext): string | undefined {
-  const raw = nonEmpty(cfg.get('server.pythonPath'));
+/** `mdsearch.server.path`, expanded; undefined when unset so the other places are tried. */
+export function serverPathSetting(cfg: ConfigReader, paths: PathContext): string | undefined {
+  const raw = nonEmpty(cfg.get('server.path'));
   return raw === undefined ? undefined : expandPath(raw, paths);
 }
 
-/** Settings whose change needs a new server process: only the interpreter. The server applies
+/** What `WorkspaceConfiguration.inspect` says of a setting, the levels a person sets. */
+export interface Inspected<T> {
+  globalValue?: T;
+  workspaceValue?: T;
+  workspaceFolderValue?: T;
+}
+
+/** Whether mdsearch runs for a folder: `mdsearch.enable` where a person set it (folder, then
+ * workspace, then user settings), else whether the folder is an Obsidian vault. So a code
+ * repository with a README starts nothing, a vault starts at once, and either can be changed. */
+export function isEnabled(inspected: Inspected<unknown> | undefined, isVault: boolean): boolean {
+  const set = [inspected?.workspaceFolderValue, inspected?.workspaceValue, inspected?.globalValue]
+    .find((v): v is boolean => typeof v === 'boolean');
+  return set ?? isVault;
+}
+
+/** Settings whose change needs a new server process: only the program. The server applies
  * every one of its own settings live (it pulls them again on workspace/didChangeConfiguration:
  * search settings apply to the next request, index settings reopen the folders they concern). */
-export const RESTART_SETTINGS: readonly string[] = ['mdsearch.server.pythonPath'];
+export const RESTART_SETTINGS: readonly string[] = ['mdsearch.server.path'];
 
 export function needsRestart(e: Pick<ConfigurationChangeEvent, 'affectsConfiguration'>): boolean {
   return RESTART_SETTINGS.some((key) => e.affectsConfiguration(key));

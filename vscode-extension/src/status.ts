@@ -7,6 +7,7 @@ import type { FolderStatus, StatusParams } from './protocol';
 
 /** What the client knows: either the server's last status, or a state before/after the server. */
 export type ClientStatus =
+  | { kind: 'off' }
   | { kind: 'starting' }
   | { kind: 'stopped'; message?: string }
   | { kind: 'failed'; message: string }
@@ -35,6 +36,7 @@ function clampPercent(p: number): number {
 
 export function renderStatus(status: ClientStatus): StatusView {
   switch (status.kind) {
+    case 'off':
     case 'starting':
       return {
         text: '$(search) mdsearch: starting',
@@ -134,16 +136,15 @@ export function isFirstIndex(s: StatusParams): boolean {
   return s.state === 'indexing' && indexing.length > 0 && indexing.every((f) => f.last_update === null && f.chunks === 0);
 }
 
-/** Renders ClientStatus onto a StatusBarItem. */
+/** Renders ClientStatus onto a StatusBarItem, hidden while mdsearch is off. */
 export class StatusBar {
-  private current: ClientStatus = { kind: 'starting' };
+  private current: ClientStatus = { kind: 'off' };
 
   constructor(
     private readonly item: StatusBarItem,
     private readonly colours: { errorBackground: ThemeColor },
   ) {
     this.render();
-    item.show();
   }
 
   get status(): ClientStatus {
@@ -161,6 +162,9 @@ export class StatusBar {
     this.item.tooltip = view.tooltip;
     this.item.command = view.command;
     this.item.backgroundColor = view.error ? this.colours.errorBackground : undefined;
+    // Nothing to show where mdsearch is not on (a folder that is no vault).
+    if (this.current.kind === 'off') this.item.hide();
+    else this.item.show();
   }
 }
 

@@ -84,6 +84,8 @@ export interface CodeServerOptions {
   extensionsDir: string;
   settings: Record<string, unknown>;
   logFile: string;
+  /** code-server's environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 function profileArgs(o: CodeServerOptions): string[] {
@@ -93,6 +95,7 @@ function profileArgs(o: CodeServerOptions): string[] {
 export async function installExtension(o: CodeServerOptions, vsix: string): Promise<void> {
   const { stdout, stderr } = await run(o.bin, [...profileArgs(o), '--install-extension', vsix, '--force'], {
     timeout: 120_000,
+    env: o.env ?? process.env,
   });
   log(`install-extension: ${(stdout + stderr).trim().split('\n').slice(-1)[0] ?? ''}`);
 }
@@ -113,7 +116,7 @@ export async function startCodeServer(o: CodeServerOptions): Promise<CodeServer>
       '--disable-workspace-trust',
       '--disable-getting-started-override',
     ],
-    { stdio: ['ignore', out, out], detached: true },
+    { stdio: ['ignore', out, out], detached: true, env: o.env ?? process.env },
   );
   const url = `http://127.0.0.1:${port}`;
   await waitFor('code-server to listen', () => httpOk(`${url}/healthz`), 60_000);
@@ -269,6 +272,8 @@ export class Workbench {
 
 export interface Session {
   tmp: string;
+  /** The profile's folder: globalStorage/<extension id>/ is under its User/. */
+  userDataDir: string;
   vault: string;
   server: CodeServer;
   browser: Browser;
@@ -285,6 +290,8 @@ export interface SessionOptions {
   settings: Record<string, unknown>;
   /** Prefix for log files in test-results/. */
   name: string;
+  /** code-server's environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
   timed?: <T>(step: string, fn: () => Promise<T>) => Promise<T>;
 }
 
@@ -319,6 +326,7 @@ export async function openSession(o: SessionOptions): Promise<Session> {
     extensionsDir: path.join(tmp, 'extensions'),
     logFile: path.join(RESULTS_DIR, `${o.name}-code-server.log`),
     settings: { ...QUIET_SETTINGS, ...o.settings },
+    env: o.env,
   };
   await timed('install-extension', () => installExtension(options, o.vsix));
   const server = await timed('start-code-server', () => startCodeServer(options));
@@ -332,6 +340,7 @@ export async function openSession(o: SessionOptions): Promise<Session> {
   });
   return {
     tmp,
+    userDataDir: options.userDataDir,
     vault,
     server,
     browser,

@@ -1,5 +1,6 @@
 // End to end: the packaged .vsix in code-server (VS Code 1.100) in headless Chromium, against the
-// real `python -m mdsearch_ls serve`. Search a paraphrase and open the hit, hover a heading for
+// real `mdsearch serve` of the project's environment (mdsearch.server.path), on a folder that is
+// no vault, so it starts once *Enable mdsearch in this folder* sets mdsearch.enable. Search a paraphrase and open the hit, hover a heading for
 // related sections, edit and save a note and find the new text, complete a link by meaning after
 // [[, link a related section with a code action, open the related list from a heading's lens,
 // and change a search setting without the server restarting.
@@ -8,7 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CODE_SERVER, FIXTURE, PYTHON, SCREENSHOTS, VSIX } from './config';
+import { CODE_SERVER, FIXTURE, MDSEARCH, SCREENSHOTS, VSIX } from './config';
 import { log, openSession, RESULTS_DIR, type Session, waitFor, type Workbench } from './harness';
 
 /** Line (1-based) of a heading in a fixture note, for the "opened at that line" check. */
@@ -38,7 +39,7 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
   before(async () => {
     assert.ok(fs.existsSync(CODE_SERVER), `code-server not found at ${CODE_SERVER} (run /work/shared/tools/install-code-server)`);
     assert.ok(fs.existsSync(VSIX), `${VSIX} missing: run npm run package first`);
-    assert.ok(fs.existsSync(PYTHON), `Python not found at ${PYTHON} (set MDSEARCH_PYTHON)`);
+    assert.ok(fs.existsSync(MDSEARCH), `mdsearch not found at ${MDSEARCH} (set MDSEARCH_PYTHON)`);
     fs.mkdirSync(RESULTS_DIR, { recursive: true });
     const indexDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mdsearch-e2e-index-'));
     session = await openSession({
@@ -48,7 +49,7 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
       fixture: FIXTURE,
       timed,
       settings: {
-        'mdsearch.server.pythonPath': PYTHON,
+        'mdsearch.server.path': MDSEARCH,
         'mdsearch.indexDir': indexDir,
         'mdsearch.trace.server': 'verbose',
       },
@@ -62,7 +63,16 @@ describe('mdsearch in VS Code (code-server)', { timeout: 300_000 }, () => {
     await session?.close();
   });
 
-  it('starts the server and indexes the vault (status bar shows the section count)', async () => {
+  it('starts nothing in a folder that is no vault until "Enable mdsearch in this folder"', async () => {
+    assert.equal(await wb.mdsearchStatus(), '', 'no mdsearch status item before it is enabled');
+    await wb.runCommand('Markdown Search: Enable mdsearch in this folder');
+    const settings = path.join(vault, '.vscode', 'settings.json');
+    // VS Code creates the file, then writes the setting into it
+    const written = (): Record<string, unknown> => JSON.parse(fs.readFileSync(settings, 'utf8')) as Record<string, unknown>;
+    await waitFor('the folder setting written', () => Promise.resolve(written()['mdsearch.enable'] === true), 10_000);
+  });
+
+  it('then starts the server and indexes the folder (status bar shows the section count)', async () => {
     const seen = new Set<string>();
     let notified = false;
     const toast = wb.page.locator('.notification-toast', { hasText: 'mdsearch: indexing notes' });

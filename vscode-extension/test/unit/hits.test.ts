@@ -9,6 +9,7 @@ import {
   messageItem,
   oneLine,
   parentTrail,
+  plainText,
   sectionLines,
 } from '../../src/hits';
 import type { Hit } from '../../src/protocol';
@@ -129,5 +130,36 @@ describe('isCancellation', () => {
     cancelled.name = 'Canceled';
     assert.equal(isCancellation(cancelled), true);
     assert.equal(isCancellation(new Error('other')), false);
+  });
+});
+
+describe('plainText', () => {
+  // Each: the server's snippet of a section of examples/vault or Obsidian's help vault, and the
+  // words `mdsearch search --format json` shows for it.
+  const cases: [string, string][] = [
+    ['add it in alphabetical order. **ARR** — Annual recurring revenue.', 'add it in alphabetical order. ARR — Annual recurring revenue.'],
+    ['When an incident is open (see [[Crisis management and escalation]]), support stops', 'When an incident is open (see Crisis management and escalation), support stops'],
+    ['[[templates/Daily note|Daily note template]] — the template', 'Daily note template — the template'],
+    ['using [[Bases syntax#Date arithmetic|date arithmetic]] or [[Views#Settings]].', 'using date arithmetic or Views > Settings.'],
+    ['The internal assistant gateway (`tools/assistant-gateway`) enforces them', 'The internal assistant gateway (tools/assistant-gateway) enforces them'],
+    ['roll back first: ```bash make deploy ENV=production VERSION=4.12.0 ``` A rollback', 'roll back first: make deploy ENV=production VERSION=4.12.0 A rollback'],
+    ['use the `![[File.base]]` syntax', 'use the ![[File.base]] syntax'],
+    ['See [the guide](https://example.com/a_b) and ![diagram](img/x.png) *now*, _please_.', 'See the guide and diagram now, please.'],
+    ['Keep snake_case and 2 * 3 * 4 as they are; ~~old~~ ==new==', 'Keep snake_case and 2 * 3 * 4 as they are; old new'],
+    ['[!tip] Finding things Use the search %%not this%% in <kbd>Ctrl</kbd>+K.[^1]', 'Finding things Use the search in Ctrl+K.'],
+    ['| Level | Definition | |---|---| | SEV1 | Down | | SEV2 | Degraded |', 'Level | Definition · SEV1 | Down · SEV2 | Degraded'],
+    ['## Restore procedures', 'Restore procedures'],
+    ['Three things follow: **Cost grows with…', 'Three things follow: Cost grows with…'],
+    ['Read \\*this\\* literally.', 'Read *this* literally.'],
+  ];
+  for (const [markdown, plain] of cases) {
+    it(`reads ${JSON.stringify(markdown.slice(0, 40))} as the CLI does`, () => {
+      assert.equal(plainText(markdown), plain);
+    });
+  }
+
+  it('is what a search row shows under its title', () => {
+    const item = hitToItem(hit({ snippet: 'Call **Tomas** first (see [[On-call rota|the rota]]).' }));
+    assert.equal(item.detail, 'Call Tomas first (see the rota).');
   });
 });

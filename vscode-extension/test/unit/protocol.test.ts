@@ -36,7 +36,7 @@ describe('command ids', () => {
     };
     const ui = new Set(pkg.contributes.commands.map((c) => c.command));
     for (const id of Object.values(ServerCommands)) assert.equal(ui.has(id), false, id);
-    assert.equal(ui.size, 6);
+    assert.ok(ui.has('mdsearch.searchNotes'), 'the UI commands were read');
   });
 });
 

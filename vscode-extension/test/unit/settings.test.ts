@@ -6,7 +6,8 @@ import {
   type ConfigReader,
   expandPath,
   needsRestart,
-  pythonPathSetting,
+  isEnabled,
+  serverPathSetting,
   serverSchema,
   toServerSettings,
 } from '../../src/settings';
@@ -22,7 +23,8 @@ const ctx = { home: '/home/me', workspaceFolder: '/vault' };
 
 /** The defaults package.json contributes. */
 const defaults = {
-  'server.pythonPath': '',
+  'server.path': '',
+  enable: false,
   include: ['**/*.md', '**/*.markdown'],
   exclude: ['**/node_modules/**'],
   indexDir: '',
@@ -47,7 +49,8 @@ describe('serverSchema', () => {
       'fusion', 'perFile', 'hover.enabled', 'hover.minScore', 'maxFileBytes', 'embedder.backend']) {
       assert.ok(key in schema, key);
     }
-    assert.equal('server.pythonPath' in schema, false);
+    assert.equal('server.path' in schema, false);
+    assert.equal('enable' in schema, false);
     assert.equal('trace.server' in schema, false);
   });
 });
@@ -75,7 +78,7 @@ describe('toServerSettings', () => {
     const out = toServerSettings(reader(defaults), ctx, schema) as Record<string, unknown>;
     assert.equal('server' in out, false);
     assert.equal('trace' in out, false);
-    assert.equal('pythonPath' in out, false);
+    assert.equal('enable' in out, false);
   });
 
   it('sends indexDir and model when set, expanding ~ and ${workspaceFolder}', () => {
@@ -105,14 +108,30 @@ describe('toServerSettings', () => {
   });
 });
 
-describe('pythonPathSetting', () => {
+describe('serverPathSetting', () => {
   it('is undefined when unset or blank', () => {
-    assert.equal(pythonPathSetting(reader({ 'server.pythonPath': '' }), ctx), undefined);
-    assert.equal(pythonPathSetting(reader({ 'server.pythonPath': '   ' }), ctx), undefined);
-    assert.equal(pythonPathSetting(reader({}), ctx), undefined);
+    assert.equal(serverPathSetting(reader({ 'server.path': '' }), ctx), undefined);
+    assert.equal(serverPathSetting(reader({ 'server.path': '   ' }), ctx), undefined);
+    assert.equal(serverPathSetting(reader({}), ctx), undefined);
   });
   it('expands the configured path', () => {
-    assert.equal(pythonPathSetting(reader({ 'server.pythonPath': '${workspaceFolder}/.venv/bin/python' }), ctx), '/vault/.venv/bin/python');
+    assert.equal(serverPathSetting(reader({ 'server.path': '${workspaceFolder}/.venv/bin/mdsearch' }), ctx), '/vault/.venv/bin/mdsearch');
+    assert.equal(serverPathSetting(reader({ 'server.path': '~/.local/bin/mdsearch' }), ctx), '/home/me/.local/bin/mdsearch');
+  });
+});
+
+describe('isEnabled', () => {
+  it('runs in an Obsidian vault and nowhere else unless a person said so', () => {
+    assert.equal(isEnabled(undefined, true), true);
+    assert.equal(isEnabled({}, false), false);
+    assert.equal(isEnabled({ globalValue: undefined }, false), false);
+  });
+  it('takes the most specific level a person set: folder, workspace, user', () => {
+    assert.equal(isEnabled({ workspaceFolderValue: true }, false), true);
+    assert.equal(isEnabled({ workspaceFolderValue: false, globalValue: true }, true), false);
+    assert.equal(isEnabled({ workspaceValue: true, globalValue: false }, false), true);
+    assert.equal(isEnabled({ globalValue: false }, true), false);
+    assert.equal(isEnabled({ globalValue: true }, false), true);
   });
 });
 
@@ -127,12 +146,13 @@ describe('needsRestart', () => {
   const event = (changed: string[]) => ({
     affectsConfiguration: (section: string) => changed.some((c) => c === section || c.startsWith(`${section}.`)),
   });
-  it('restarts only for the interpreter: the server applies its own settings live', () => {
-    assert.equal(needsRestart(event(['mdsearch.server.pythonPath'])), true);
+  it('restarts only for the path of the program: the server applies its own settings live', () => {
+    assert.equal(needsRestart(event(['mdsearch.server.path'])), true);
     for (const key of Object.keys(schema)) {
       assert.equal(needsRestart(event([`mdsearch.${key}`])), false, key);
     }
     assert.equal(needsRestart(event(['mdsearch.trace.server'])), false);
+    assert.equal(needsRestart(event(['mdsearch.enable'])), false);
     assert.equal(needsRestart(event(['editor.fontSize'])), false);
   });
 });
