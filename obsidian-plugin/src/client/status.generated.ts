@@ -45,8 +45,10 @@ export interface FolderStatusFields {
   last_error: string | null;
   /** When the index last changed (ISO 8601). */
   last_update: string | null;
-  /** Another process writes this index; this one only reads it. */
+  /** Another process holds this index; this one asks it. */
   read_only: boolean;
+  /** The process that holds the index (pid, and server, background or command). */
+  held_by: { pid: number; role: string } | null;
   /** The index's phase and how far a build got. */
   index: IndexProgress;
 }
