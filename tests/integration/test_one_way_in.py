@@ -280,3 +280,37 @@ def test_the_channel_of_a_real_holder_answers_bad_messages_and_serves_on(indexed
             assert other.returncode != 0 and "Permission denied" in other.stderr
     after = run_cli("search", QUERY, "-k", "1", cwd=vault, cache=cache, env=ON)
     assert after.returncode == 0 and not STARTED.search(after.stderr)
+
+
+def test_a_background_process_whose_index_folder_is_deleted_lets_it_go(indexed):
+    """A temporary folder removed while its index was held: the background process notices,
+    lets it go without writing anything back, and exits with its last folder."""
+    vault, cache = indexed
+    pid = started(run_cli("search", QUERY, "-k", "1", cwd=vault, cache=cache, env=ON))
+    index_dir = default_index_dir(vault)
+    shutil.rmtree(index_dir)
+    wait_until(lambda: not alive(pid), 90, "the background process lets the folder go")
+    assert not index_dir.exists()  # nothing written back into the deleted path
+
+
+def test_the_watch_stays_inside_the_vault(indexed, real_embedder):
+    """A symbolic link to / inside a vault is not followed by the holder's watch: a change
+    under the vault is seen, the folders watched are the vault's own."""
+    from mdsearch_ls.engine.api import Folders, SearchRequest
+
+    vault, _cache = indexed
+    (vault / "everything").symlink_to("/")
+    folders = Folders(Settings(), embedder=real_embedder)
+    try:
+        folder = folders.add(vault, Settings())
+        folder.start_index().result(timeout=300)
+        watched = wait_until(lambda: folders.watcher._watched, 30, "the watch starts")
+        assert all(Path(p).resolve().is_relative_to(vault.resolve()) for p in watched)
+        assert len(watched) < 50  # the vault's folders, not a whole disk's
+        (vault / "Zebras.md").write_text("# Zebra migration\n\nThe herd moves north each "
+                                         "spring, along the river.\n", encoding="utf-8")
+        request = SearchRequest.build("when does the herd move", k=1)
+        wait_until(lambda: [h.path for h in folder.search(request).hits] == ["Zebras.md"], 60,
+                   "the watch saw the new note")
+    finally:
+        folders.close(timeout=30)
