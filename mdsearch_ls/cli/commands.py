@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any, TextIO
 
 from mdsearch_ls.cli import background
 from mdsearch_ls.cli.common import (
+    EXIT_NOTHING,
     EXIT_OK,
     UsageError,
     _note,
@@ -238,6 +240,19 @@ def _index_state_note(index: Any) -> str | None:
     return None
 
 
+FLAGS = {"limit": "-k/--limit", "min_score": "--min-score", "mode": "--mode", "line": "--line",
+         "filters": "--path/--tag/--type/--modified/--phrase"}
+"""The flag that sets each field of a request: an error names what the person typed."""
+
+
+def _flagged(exc: RequestError) -> UsageError:
+    """The engine's refusal of a field, naming the flag that set it instead."""
+    field = (exc.field or "").split(".")[0]
+    flag = FLAGS.get(field)
+    text = str(exc)
+    return UsageError(text.replace(f"'{exc.field}'", flag, 1) if flag else text)
+
+
 def search_queries(args: argparse.Namespace) -> tuple[list[_Query], dict[str, Any]]:
     """The queries of a search run, each parsed (or why not), and its filter flags: checked
     before any index is touched."""
@@ -261,7 +276,7 @@ def search_queries(args: argparse.Namespace) -> tuple[list[_Query], dict[str, An
                                                 min_score=args.min_score)
             except RequestError as exc:
                 if not args.queries:
-                    raise
+                    raise _flagged(exc) from None
                 q.error = str(exc)
         queries.append(q)
     return queries, filters
@@ -321,7 +336,10 @@ def cmd_related(args: argparse.Namespace) -> int:
     target = target if target.is_absolute() else Path.cwd() / target
     root = _find_root(args, settings, target.parent if target.parent.is_dir() else None)
     min_score = -1.0 if args.min_score is None else args.min_score
-    request = RelatedRequest.build(args.file, args.line - 1, k=args.k, min_score=min_score)
+    try:
+        request = RelatedRequest.build(args.file, args.line - 1, k=args.k, min_score=min_score)
+    except RequestError as exc:
+        raise _flagged(exc) from None
     first = not has_index(root, settings)
     if first:
         _confirm_first_index(args, root, settings)
@@ -355,6 +373,8 @@ def cmd_related(args: argparse.Namespace) -> int:
             printer.text(rel, result.hits, ())
         else:
             printer.query(rel, _Related(result.hits), (), batch=False, key="related_to")
+        if not result.hits:
+            return EXIT_NOTHING
         return _maybe_open(args, folder.root, result.hits)
 
 
@@ -398,9 +418,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _started_by_hand(what: str, client: str) -> None:
+    """A server started at a prompt rather than by its client: say what it waits for, and let
+    the first Ctrl-C stop it (a protocol server otherwise waits on stdin for good)."""
+    if not sys.stdin.isatty():
+        return
+    _said(f"{what} waits for {client} on stdin (it speaks a protocol, not to a person); "
+          f"Ctrl-C stops it")
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
     from mdsearch_ls.mcp import main as mcp_main  # (the MCP SDK: 0.3 s, for this command alone)
 
+    if args.http is None:
+        _started_by_hand("mdsearch mcp, an MCP server,", "an AI assistant (an MCP client)")
     settings = _settings(args)
     if args.yes:
         settings = dataclasses.replace(settings, allow_any_root=True)
@@ -411,6 +443,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from mdsearch_ls.lsp.app import run_stdio  # (pygls and lsprotocol, for this command alone)
 
+    _started_by_hand("mdsearch serve, a language server,", "an editor (an LSP client)")
     return run_stdio()
 
 

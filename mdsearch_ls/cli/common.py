@@ -13,6 +13,8 @@ from typing import Any, TextIO
 from mdsearch_ls.config import Settings, cli_settings, settings_from_flags
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LOCKED, EXIT_OPEN = 0, 1, 2, 3, 4
+EXIT_NOTHING = 1
+"""A search or ``related`` that found nothing, as grep and rg say it."""
 EXIT_SIGINT, EXIT_SIGTERM, EXIT_PIPE = 130, 143, 141
 FORMATS = ("text", "json", "jsonl", "vimgrep", "paths")
 

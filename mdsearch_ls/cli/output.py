@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mdsearch_ls.cli.common import (
+    EXIT_NOTHING,
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
@@ -117,7 +118,7 @@ def print_queries(args: argparse.Namespace, printer: _Printer, queries: Sequence
                   ) -> tuple[int, list[Any]]:
     """Each query's hits, or its error, as the format prints them, whoever searched (this
     process, the server that holds the index, a team's server): ``(exit code, last hits)``."""
-    status, hits = EXIT_OK, []
+    status, hits, found = EXIT_OK, [], False
     for q in queries:
         if q.error is not None:
             printer.error(q.text, q.error)
@@ -139,7 +140,8 @@ def print_queries(args: argparse.Namespace, printer: _Printer, queries: Sequence
         printer.query(q.text, result, _terms(q.text, q.request, getattr(args, "phrase", None)),
                       batch=bool(args.queries))
         hits = list(result.hits)
-    return status, hits
+        found = found or bool(hits)
+    return (EXIT_NOTHING if status == EXIT_OK and not found else status), hits
 
 
 def _score_text(hit: Any, mode: str) -> str:
@@ -257,11 +259,12 @@ def _terms(query: str, request: Any, extra_phrases: Sequence[str] | None) -> tup
 
 def _open_in_editor(path: Path, line: int) -> int:
     """``$VISUAL``/``$EDITOR`` at ``line``: ``+LINE FILE`` (vi, vim, nvim, emacs, nano, micro,
-    kak), ``-g FILE:LINE`` for VS Code and its forks, ``FILE:LINE`` for editors that take that."""
+    kak), ``-g FILE:LINE`` for VS Code and its forks, ``FILE:LINE`` for editors that take that.
+    Neither set: ``vi``, as git does (Notepad on Windows, which takes no line)."""
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if not editor:
-        raise UsageError("--open needs $VISUAL or $EDITOR (e.g. export EDITOR=nvim)")
-    cmd = shlex.split(editor)
+    if not editor and sys.platform == "win32":
+        return subprocess.call(["notepad", str(path)])
+    cmd = shlex.split(editor or "vi")
     name = Path(cmd[0]).name.lower().removesuffix(".exe")
     if name in ("code", "code-insiders", "codium", "vscodium", "cursor", "code-server"):
         cmd += ["-g", f"{path}:{line}"]
@@ -273,7 +276,9 @@ def _open_in_editor(path: Path, line: int) -> int:
     try:
         return subprocess.call(cmd)
     except OSError as exc:
-        raise UsageError(f"cannot run the editor {cmd[0]!r} ($VISUAL/$EDITOR): {exc}") from None
+        hint = "" if editor else " (set $VISUAL or $EDITOR, e.g. export EDITOR=nvim)"
+        raise UsageError(f"cannot run the editor {cmd[0]!r}: {exc.strerror or exc}{hint}") \
+            from None
 
 
 def _maybe_open(args: argparse.Namespace, root: Path, hits: Sequence[Any]) -> int:

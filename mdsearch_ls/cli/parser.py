@@ -129,6 +129,9 @@ class _Parser(argparse.ArgumentParser):
                         hints.append(f"{flag} is not an option of this command")
                     elif close:
                         hints.append(f"{flag}: did you mean {close[0]}?")
+            if any(not w.startswith("-") for w in m.group(1).split()):
+                hints.append("a query of several words is one argument: put it in quotes, as "
+                             "in mdsearch search \"how do I rotate the backup keys\"")
             if hints:
                 message += " (" + "; ".join(hints) + ")"
         self.print_usage(sys.stderr)
@@ -152,7 +155,7 @@ def _add_setting_flags(p: argparse.ArgumentParser, applies: str) -> None:
 
 
 def _flag_help(info: SettingInfo) -> str:
-    doc = info.doc.split(";")[0].rstrip(".")
+    doc = info.doc.rstrip(".").replace("%", "%%")
     default = info.default
     if default in (None, ()) or isinstance(default, tuple):
         return doc

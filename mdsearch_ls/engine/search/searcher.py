@@ -39,6 +39,15 @@ nearest chunks, dropping the others; a narrower one as a Chroma ``where`` on the
 (a ``$in`` over thousands of paths cost Chroma more than the over-fetch)."""
 
 
+def _filter_words(filters: Filters) -> str:
+    """The note filters of a search as a person typed them (``path:notes/ tag:x``)."""
+    words = [*(f"path:{p}" for p in filters.paths), *(f"tag:{t}" for t in filters.tags),
+             *(f"type:{t}" for t in filters.types)]
+    if filters.modified_after is not None or filters.modified_before is not None:
+        words.append("the modified: range")
+    return " ".join(words)
+
+
 @dataclass
 class _Collapse:
     """The hits listed so far, by section and by note (see :meth:`Searcher._collapse`)."""
@@ -150,7 +159,7 @@ class Searcher:
             return (), ()
         allowed = self.allowed_paths(filters)
         if allowed is not None and not allowed:
-            return (), ()
+            return (), (f"no note matches {_filter_words(filters)}",)
         required = phrases.searchable(filters.phrases)
         prefer = phrases.holding(self.manifest, phrases.searchable(
             [p for p in preferred if p not in required]))
