@@ -40,8 +40,6 @@ from mdsearch_ls.engine.index.manifest_schema import (
     _like_escape,
     _put_meta,
     drop_seal,
-    file_key,
-    hold,
     seal,
     seal_kept,
     truncation,
@@ -75,7 +73,6 @@ class Manifest:
         self._gen_lock = threading.Lock()
         self._counts: tuple[int, tuple[int, int]] | None = None
         self._all: list[sqlite3.Connection] = []
-        self._key = file_key(path)
         self.created = False
         self._sealing = False
         self.checked = ""
@@ -169,19 +166,13 @@ class Manifest:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            hold(self._key, +1)  # before it opens: manifest_schema.hold
-            try:
-                conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            except BaseException:
-                hold(self._key, -1)
-                raise
+            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA foreign_keys=OFF")
             except BaseException:  # a file that is not a database fails here
                 conn.close()
-                hold(self._key, -1)
                 raise
             self._local.conn = conn
             self._all.append(conn)
@@ -206,7 +197,6 @@ class Manifest:
                 conn.close()
             except sqlite3.Error:
                 clean = False
-            hold(self._key, -1)
         self._all.clear()
         self._local = threading.local()
         self._sealing = False

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
-import threading
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -157,56 +154,10 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-_HELD: Counter[str] = Counter()
-_PARKED: dict[str, list[int]] = {}
-_HELD_LOCK = threading.Lock()
-
-
-def file_key(path: Path) -> str:
-    """One name per manifest file, however a caller spelled its path."""
-    return os.path.realpath(path)
-
-
-def hold(key: str, delta: int) -> None:
-    """Count this process's connections to a manifest file: +1 before one opens, -1 after one
-    closed.
-
-    Why: SQLite's locks are POSIX advisory locks, which belong to the process and are all
-    released when *any* descriptor of the file is closed. Reading the header through a file of
-    our own and closing it while a connection was open let another process's last close take
-    the file as unused and delete its write-ahead log and shared-memory index under this one:
-    this process's next connection failed with "disk I/O error", and what it wrote next went to
-    a log nobody else could see. So :func:`read_head` closes its descriptor only while no
-    connection is counted, and otherwise parks it here until the last one has closed.
-    """
-    with _HELD_LOCK:
-        _HELD[key] += delta
-        if _HELD[key] <= 0:
-            del _HELD[key]
-            for fd in _PARKED.pop(key, ()):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-
-
-def held(key: str) -> bool:
-    """Whether a connection of this process may have the file open (see :func:`hold`)."""
-    with _HELD_LOCK:
-        return _HELD[key] > 0
-
-
 def read_head(path: Path, n: int = 100) -> bytes:
-    """The file's first ``n`` bytes, without dropping this process's SQLite locks on it (see
-    :func:`hold`)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-    try:
-        return os.read(fd, n)  # (a new descriptor reads from the start)
-    finally:
-        key = file_key(path)
-        with _HELD_LOCK:  # (hold(+1) comes before a connection opens: none can open between)
-            if _HELD[key] > 0:
-                _PARKED.setdefault(key, []).append(fd)
-            else:
-                os.close(fd)
+    """The file's first ``n`` bytes (its header: page size, page count, change counter)."""
+    with open(path, "rb") as f:
+        return f.read(n)
 
 
 def truncation(path: Path) -> str:

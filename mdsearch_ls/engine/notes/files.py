@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import Protocol
 
-from mdsearch_ls.engine.notes import ignore_rules
+from pathspec import GitIgnoreSpec
+
 from mdsearch_ls.engine.notes.decoding import (
     DEFAULT_MAX_FILE_BYTES,
     ReadResult,
@@ -160,15 +161,15 @@ class SourceFilter:
         self.root = Path(os.path.normpath(Path(root).expanduser().absolute()))
         self.formats = tuple(formats)
         self._real_root = _realpath(self.root) or str(self.root)
-        self._include = ignore_rules.spec(include) if include else None
-        self._exclude = ignore_rules.spec([*DEFAULT_EXCLUDES, *exclude])
-        self._hidden = ignore_rules.spec([HIDDEN_DIRS, *exclude])
+        self._include = GitIgnoreSpec.from_lines(include) if include else None
+        self._exclude = GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *exclude])
+        self._hidden = GitIgnoreSpec.from_lines([HIDDEN_DIRS, *exclude])
         self._named_dot_dirs = tuple(
             seg for pattern in include for seg in pattern.strip().lstrip("!").split("/")
             if seg.startswith(".") and seg not in (".", "..")
         )
         self._index_rels = self._index_rels_for(index_dir)
-        self._gitignores: dict[str, Any] = {}  # pathspec's specs, imported when one is found
+        self._gitignores: dict[str, GitIgnoreSpec | None] = {}
         self._dir_cache: dict[str, bool] = {}
         # Without include or exclude patterns of the user's, a markdown file is a note when its
         # folder is and no .gitignore governs it: a folder's answer is reused for each of its
@@ -198,7 +199,7 @@ class SourceFilter:
 
     # -- gitignore -------------------------------------------------------------
 
-    def _gitignore(self, dir_rel: str) -> Any:
+    def _gitignore(self, dir_rel: str) -> GitIgnoreSpec | None:
         if dir_rel in self._gitignores:
             return self._gitignores[dir_rel]
         spec = None
@@ -209,7 +210,7 @@ class SourceFilter:
             raw = None
         if raw is not None:
             lines = raw.decode("utf-8", errors="replace").splitlines()
-            spec = ignore_rules.gitignore(lines)
+            spec = GitIgnoreSpec.from_lines(lines)
         self._gitignores[dir_rel] = spec
         return spec
 
