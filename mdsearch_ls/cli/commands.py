@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from mdsearch_ls.cli.common import EXIT_OK, UsageError, _note, _settings, _shown
+from mdsearch_ls.cli.common import EXIT_OK, EXIT_USAGE, UsageError, _err, _note, _settings, _shown
 from mdsearch_ls.cli.output import (
     QueryFailed,
     _check_output_args,
@@ -25,6 +25,7 @@ from mdsearch_ls.cli.output import (
 )
 from mdsearch_ls.cli.session import _confirm_first_index, _find_root, _Session
 from mdsearch_ls.logs import configure_now
+from mdsearch_ls.mcp.client_config import print_config
 
 # ---- index --------------------------------------------------------------------------------------
 
@@ -319,6 +320,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from mdsearch_ls.mcp import main as mcp_main
 
     settings = _settings(args)
+    if args.print_config:
+        try:
+            return print_config(args)
+        except ValueError as exc:
+            _err(str(exc))
+            return EXIT_USAGE
     if args.yes:
         settings = dataclasses.replace(settings, allow_any_root=True)
     return mcp_main(args.root or ["."], settings, http=args.http,

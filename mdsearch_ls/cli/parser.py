@@ -16,6 +16,7 @@ from typing import Any
 from mdsearch_ls import __version__
 from mdsearch_ls.cli.common import EXIT_USAGE, FORMATS, _columns
 from mdsearch_ls.config import SettingInfo, cli_settings
+from mdsearch_ls.mcp.client_config import CLIENTS, DOCS_URL
 
 GETTING_STARTED = """\
 getting started:
@@ -67,13 +68,16 @@ examples:
 examples:
   mdsearch status
   mdsearch status --root ~/notes --json""",
-    "mcp": """\
+    "mcp": f"""\
 examples:
-  mdsearch mcp --root ~/notes                 what an AI assistant starts (stdio); see
-                                              docs/mcp.md for the mcpServers entry
+  mdsearch mcp --root ~/notes                 what an AI assistant starts (stdio)
+  mdsearch mcp --root ~/notes --print-config claude-desktop
+                                              the entry for that client's configuration
   mdsearch mcp --root ~/notes --root ~/work   several folders, searched as one set
   mdsearch mcp --root ~/handbook --http 0.0.0.0:8765 --token-file ~/.config/mdsearch/team
-                                              one index for a team (docs/mcp.md#http)""",
+                                              one index for a team
+
+Every client's entry, the tools and the team server: {DOCS_URL}""",
     "background": """\
 examples:
   mdsearch background --stop                let this folder's index go
@@ -333,6 +337,10 @@ def _mcp_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-host", action="append", metavar="NAME",
                    help="a Host name clients use to reach this server (beside this machine's "
                         "names); repeat for several")
+    p.add_argument("--print-config", choices=CLIENTS, metavar="CLIENT",
+                   help="print the entry that client's configuration needs to start this "
+                        "server with these options and folders, and where it goes; start "
+                        f"nothing. CLIENT: {', '.join(CLIENTS)}")
     _common(p)
     _add_setting_flags(p, "search")
 
