@@ -47,7 +47,6 @@ __all__ = [
     "exit_code",
     "main",
     "run",
-    "serve_main",
 ]
 
 
@@ -235,10 +234,3 @@ def _print_searches_for_the_cli() -> None:
 
     print_searches_with(render)
 
-
-def serve_main() -> int:
-    """Entry point of ``mdsearch-ls``: the language server, whatever the arguments."""
-    from mdsearch_ls.lsp.app import run_stdio
-
-    _print_searches_for_the_cli()
-    return run_stdio()
