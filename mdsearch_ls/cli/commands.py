@@ -25,7 +25,6 @@ from mdsearch_ls.cli.output import (
 )
 from mdsearch_ls.cli.session import _confirm_first_index, _find_root, _Session
 from mdsearch_ls.logs import configure_now
-from mdsearch_ls.mcp.client_config import print_config
 
 # ---- index --------------------------------------------------------------------------------------
 
@@ -317,6 +316,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    from mdsearch_ls.cli.mcp_config import print_config
     from mdsearch_ls.mcp import main as mcp_main
 
     settings = _settings(args)

@@ -16,7 +16,13 @@ from typing import Any
 from mdsearch_ls import __version__
 from mdsearch_ls.cli.common import EXIT_USAGE, FORMATS, _columns
 from mdsearch_ls.config import SettingInfo, cli_settings
-from mdsearch_ls.mcp.client_config import CLIENTS, DOCS_URL
+
+MCP_CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "codex", "zed", "windsurf")
+"""The clients ``mdsearch mcp --print-config`` prints an entry for (``cli/mcp_config.py``)."""
+
+MCP_DOCS_URL = "https://github.com/mdsearch/mdsearch/blob/main/docs/mcp.md"
+"""Where ``mdsearch mcp --help`` sends a reader: the wheel ships no docs folder, and the page's
+links (to the benchmarks, the tests) work on the repository's site."""
 
 GETTING_STARTED = """\
 getting started:
@@ -77,7 +83,7 @@ examples:
   mdsearch mcp --root ~/handbook --http 0.0.0.0:8765 --token-file ~/.config/mdsearch/team
                                               one index for a team
 
-Every client's entry, the tools and the team server: {DOCS_URL}""",
+Every client's entry, the tools and the team server: {MCP_DOCS_URL}""",
     "background": """\
 examples:
   mdsearch background --stop                let this folder's index go
@@ -337,10 +343,10 @@ def _mcp_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-host", action="append", metavar="NAME",
                    help="a Host name clients use to reach this server (beside this machine's "
                         "names); repeat for several")
-    p.add_argument("--print-config", choices=CLIENTS, metavar="CLIENT",
+    p.add_argument("--print-config", choices=MCP_CLIENTS, metavar="CLIENT",
                    help="print the entry that client's configuration needs to start this "
                         "server with these options and folders, and where it goes; start "
-                        f"nothing. CLIENT: {', '.join(CLIENTS)}")
+                        f"nothing. CLIENT: {', '.join(MCP_CLIENTS)}")
     _common(p)
     _add_setting_flags(p, "search")
 

@@ -22,9 +22,9 @@ import pytest
 import tomllib
 from mcp_harness import PYTHON, start
 
+from mdsearch_ls.cli import mcp_config
+from mdsearch_ls.cli.parser import MCP_CLIENTS as CLIENTS
 from mdsearch_ls.cli.parser import build_parser
-from mdsearch_ls.mcp import client_config
-from mdsearch_ls.mcp.client_config import CLIENTS
 
 REPO = Path(__file__).resolve().parents[2]
 MCP_DOC = REPO / "docs" / "mcp.md"
@@ -198,5 +198,5 @@ def test_a_uvx_run_prints_the_uvx_command() -> None:
     """Run from uvx's cache (an environment uv may delete), the entry fetches the package again
     rather than name a path that will be gone."""
     cache_env = str(Path("/home/me/.cache/uv/archive-v0/Xb3kq/"))
-    assert client_config.installed_command("vscode", prefix=cache_env) == [
+    assert mcp_config.installed_command("vscode", prefix=cache_env) == [
         "uvx", "--from", "mdsearch-ls", "mdsearch"]

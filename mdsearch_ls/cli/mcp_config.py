@@ -17,20 +17,19 @@ pipx and uv put ``mdsearch`` (the editors' agents resolve the login shell's PATH
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
+from mdsearch_ls.cli.parser import MCP_DOCS_URL
 from mdsearch_ls.config import cli_settings
 
 SERVER_NAME = "notes"
 """The server's name in each client's configuration (what the assistant calls it)."""
-
-CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "codex", "zed", "windsurf")
-
-DOCS_URL = "https://github.com/mdsearch/mdsearch/blob/main/docs/mcp.md"
-"""Where ``mdsearch mcp --help`` sends a reader: the wheel ships no docs folder, and the page's
-links (to the benchmarks, the tests) work on the repository's site."""
 
 
 def claude_desktop_config() -> Path:
@@ -77,9 +76,6 @@ def _this_script() -> Path | None:
 def installed_command(client: str, prefix: str | None = None) -> list[str]:
     """What a client runs to start this mdsearch (before ``mcp ...``). ``prefix``: the
     environment it runs from (``sys.prefix``; tests give another)."""
-    import shutil  # here, as json below: the parser imports this module for CLIENTS, and the
-    # two cost ~15 ms of every mdsearch command's start (python -X importtime)
-
     desktop = client == "claude-desktop"
     if "archive-v0" in Path(prefix or sys.prefix).parts:  # uvx: a cache entry, not an install
         uvx = shutil.which("uvx")
@@ -100,7 +96,7 @@ def server_args(args: argparse.Namespace) -> list[str]:
     starts the server in a folder of its own choosing)."""
     if args.http:
         raise ValueError("--print-config prints the entry of a client that starts the server "
-                         f"(stdio); a shared --http server is described in {DOCS_URL}")
+                         f"(stdio); a shared --http server is described in {MCP_DOCS_URL}")
     out = ["mcp"]
     for root in args.root or ["."]:
         path = Path(root).expanduser().resolve()
@@ -124,10 +120,6 @@ def server_args(args: argparse.Namespace) -> list[str]:
 def render(client: str, command: list[str]) -> str:
     """The entry in the form ``client`` reads, for ``command`` (the program and its
     arguments)."""
-    import json
-    import shlex
-    import subprocess
-
     program, args = command[0], command[1:]
     if client == "claude-code":
         join = subprocess.list2cmdline if sys.platform == "win32" else shlex.join
