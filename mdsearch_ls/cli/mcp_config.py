@@ -66,7 +66,8 @@ def _this_script() -> Path | None:
     """This installation's ``mdsearch`` executable: the script that is running, else the one the
     installer put beside this interpreter (``python -m mdsearch_ls``); None when neither is."""
     name = "mdsearch.exe" if sys.platform == "win32" else "mdsearch"
-    candidates = [Path(sys.argv[0]), Path(sys.executable).parent / name]
+    running = Path(sys.argv[0])  # (pip's Windows launchers leave .exe off it)
+    candidates = [running, running.with_name(name), Path(sys.executable).parent / name]
     for candidate in candidates:
         if candidate.stem == "mdsearch" and candidate.is_file():
             return candidate.absolute()
