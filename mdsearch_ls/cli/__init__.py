@@ -15,7 +15,8 @@ SIGINT/SIGTERM (what was committed stays in the index).
 
 The package, one concern a module: ``parser`` (arguments and help), ``commands`` (what each
 command does), ``session`` (which index, opened how), ``output`` (what stdout gets),
-``progress`` (the progress line and signals), ``common`` (exit codes and messages). Nothing
+``progress`` (the progress line and signals), ``common`` (exit codes and messages),
+``mcp_config`` (an MCP client's entry, for ``mcp --print-config``). Nothing
 here imports the engine at module level: ``mdsearch --help`` and the MCP server's
 ``initialize`` must not wait on it. Nor does this module import ``commands`` (and through it the
 printer and the session) before a command runs: ``--help`` needs the parser alone, and a search
