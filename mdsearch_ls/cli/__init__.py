@@ -17,7 +17,8 @@ in the index).
 The package, one concern a module: ``parser`` (arguments and help), ``commands`` (what each
 command does), ``background`` (the background process's command and rules), ``output`` (what
 stdout gets), ``progress`` (the progress line and signals), ``remote`` (``--server``), ``common``
-(exit codes and messages).
+(exit codes and messages), ``install`` (``mdsearch install EXTRA``), ``mcp_config``
+(an MCP client's entry, for ``mcp --print-config``).
 """
 
 from __future__ import annotations

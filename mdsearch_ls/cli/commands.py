@@ -34,6 +34,7 @@ from mdsearch_ls.cli.common import (
     given_index_settings,
 )
 from mdsearch_ls.cli.install import cmd_install
+from mdsearch_ls.cli.mcp_config import print_config
 from mdsearch_ls.cli.output import (
     QueryFailed,
     _check_output_args,
@@ -431,6 +432,8 @@ def _started_by_hand(what: str, client: str) -> None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from mdsearch_ls.mcp import main as mcp_main  # (the MCP SDK: 0.3 s, for this command alone)
 
+    if args.print_config:
+        return print_config(args)
     if args.http is None:
         _started_by_hand("mdsearch mcp, an MCP server,", "an AI assistant (an MCP client)")
     settings = _settings(args)

@@ -20,6 +20,13 @@ from mdsearch_ls.cli.common import EXIT_USAGE, FORMATS
 from mdsearch_ls.cli.install import EXTRAS
 from mdsearch_ls.config import SettingInfo, cli_settings
 
+MCP_CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "codex", "zed", "windsurf")
+"""The clients ``mdsearch mcp --print-config`` prints an entry for (``cli/mcp_config.py``)."""
+
+MCP_DOCS_URL = "https://github.com/mdsearch/mdsearch/blob/main/docs/mcp.md"
+"""Where ``mdsearch mcp --help`` sends a reader: the wheel ships no docs folder, and the page's
+links (to the benchmarks, the tests) work on the repository's site."""
+
 GETTING_STARTED = """\
 getting started:
   mdsearch index ~/notes                    index a folder once (later runs only read changes)
@@ -70,13 +77,16 @@ examples:
 examples:
   mdsearch status
   mdsearch status --root ~/notes --json""",
-    "mcp": """\
+    "mcp": f"""\
 examples:
-  mdsearch mcp --root ~/notes                 what an AI assistant starts (stdio); see
-                                              docs/mcp.md for the mcpServers entry
+  mdsearch mcp --root ~/notes                 what an AI assistant starts (stdio)
+  mdsearch mcp --root ~/notes --print-config claude-desktop
+                                              the entry for that client's configuration
   mdsearch mcp --root ~/notes --root ~/work   several folders, searched as one set
   mdsearch mcp --root ~/handbook --http 0.0.0.0:8765 --token-file ~/.config/mdsearch/team
-                                              one index for a team (docs/mcp.md#http)""",
+                                              one index for a team
+
+Every client's entry, the tools and the team server: {MCP_DOCS_URL}""",
     "background": """\
 examples:
   mdsearch background --stop                let this folder's index go
@@ -303,6 +313,10 @@ def _mcp_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-host", action="append", metavar="NAME",
                    help="a Host name clients use to reach this server (beside this machine's "
                         "names); repeat for several")
+    p.add_argument("--print-config", choices=MCP_CLIENTS, metavar="CLIENT",
+                   help="print the entry that client's configuration needs to start this "
+                        "server with these options and folders, and where it goes; start "
+                        f"nothing. CLIENT: {', '.join(MCP_CLIENTS)}")
     _common(p)
     _add_setting_flags(p, "search")
 

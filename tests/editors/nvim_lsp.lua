@@ -1,8 +1,9 @@
--- Drives Neovim 0.7+'s built-in LSP client against the mdsearch server; writes JSON results.
--- Env: MDSEARCH_PYTHON, MDSEARCH_VAULT, MDSEARCH_OUT, MDSEARCH_NOTE, MDSEARCH_LINE (0-based).
+-- Drives the mdsearch client that a snippet of docs/editors.md started in Neovim (0.7 to 0.11):
+-- the note is already open, the snippet is the init.lua; this waits for the client the snippet
+-- attached to the note, then asks what a user's keys ask (workspace/symbol, hover) and writes
+-- the answers as JSON. Env: MDSEARCH_OUT, MDSEARCH_QUERY, MDSEARCH_LINE (0-based).
 local out_path = os.getenv("MDSEARCH_OUT")
-local vault = os.getenv("MDSEARCH_VAULT")
-local result = { steps = {} }
+local result = { version = tostring(vim.version().major) .. "." .. tostring(vim.version().minor) }
 
 local function finish(code)
   local f = io.open(out_path, "w")
@@ -11,49 +12,64 @@ local function finish(code)
   vim.cmd(code == 0 and "qall!" or "cquit! " .. code)
 end
 
+-- 0.11 made the client's methods take self (the dot forms are deprecated there).
+local new_api = vim.fn.has("nvim-0.11") == 1
+
+local function request(client, method, params, timeout, bufnr)
+  if new_api then
+    return client:request_sync(method, params, timeout, bufnr)
+  end
+  return client.request_sync(method, params, timeout, bufnr)
+end
+
+local function attached(bufnr)
+  local clients = vim.lsp.get_clients and vim.lsp.get_clients({ bufnr = bufnr })
+    or vim.tbl_values(vim.lsp.buf_get_clients(bufnr))
+  for _, c in ipairs(clients) do
+    if c.name == "mdsearch" then
+      return c
+    end
+  end
+end
+
 local ok, err = pcall(function()
-  local client_id = vim.lsp.start_client({
-    name = "mdsearch",
-    cmd = { os.getenv("MDSEARCH_PYTHON"), "-m", "mdsearch_ls", "serve" },
-    root_dir = vault,
-    workspace_folders = { { uri = vim.uri_from_fname(vault), name = "vault" } },
-    init_options = { maxResults = 5 },
-  })
-  assert(client_id, "start_client failed")
-  local note = vault .. "/" .. os.getenv("MDSEARCH_NOTE")
-  vim.cmd("edit " .. vim.fn.fnameescape(note))
   local bufnr = vim.api.nvim_get_current_buf()
-  vim.lsp.buf_attach_client(bufnr, client_id)
-  local client = vim.lsp.get_client_by_id(client_id)
-  assert(vim.wait(20000, function() return client.initialized end, 100), "no initialize")
-  table.insert(result.steps, "initialized")
+  result.filetype = vim.bo[bufnr].filetype
+  local client
+  assert(vim.wait(20000, function()
+    client = attached(bufnr)
+    return client ~= nil and client.initialized
+  end, 100), "no mdsearch client attached to the note and initialized")
+  result.root = client.config.root_dir
+  result.workspace_folders = client.workspace_folders
 
   local state
   local ready = vim.wait(150000, function()
-    local r = client.request_sync("workspace/executeCommand",
+    local r = request(client, "workspace/executeCommand",
       { command = "mdsearch.status", arguments = {} }, 5000, bufnr)
     state = r and r.result and r.result.state
-    result.last_status = r and r.result
     return state == "ready"
   end, 500)
   assert(ready, "not ready: " .. tostring(state))
-  table.insert(result.steps, "ready")
 
-  local sym = client.request_sync("workspace/symbol",
-    { query = "how do I keep my wild yeast culture alive" }, 20000, bufnr)
+  local sym = request(client, "workspace/symbol", { query = os.getenv("MDSEARCH_QUERY") }, 20000, bufnr)
   assert(sym and sym.result, "workspace/symbol failed: " .. vim.inspect(sym))
   result.symbols = sym.result
 
-  local line = tonumber(os.getenv("MDSEARCH_LINE"))
-  local hov = client.request_sync("textDocument/hover", {
+  local hov = request(client, "textDocument/hover", {
     textDocument = { uri = vim.uri_from_bufnr(bufnr) },
-    position = { line = line, character = 0 },
+    position = { line = tonumber(os.getenv("MDSEARCH_LINE")), character = 0 },
   }, 20000, bufnr)
   assert(hov and hov.result, "hover failed: " .. vim.inspect(hov))
   result.hover = hov.result
   result.note_uri = vim.uri_from_bufnr(bufnr)
-  client.stop()
-  vim.wait(5000, function() return client.is_stopped() end, 100)
+  if new_api then
+    client:stop()
+    vim.wait(5000, function() return client:is_stopped() end, 100)
+  else
+    client.stop()
+    vim.wait(5000, function() return client.is_stopped() end, 100)
+  end
 end)
 if not ok then
   result.error = tostring(err)

@@ -67,11 +67,15 @@ def wait_until(check: Callable[[], Any], timeout: float, what: str, interval: fl
 class McpClient:
     """One server process and an initialized SDK session to it."""
 
-    def __init__(self, roots: list[Path], cache: Path, *extra: str, log: Path) -> None:
+    def __init__(self, roots: list[Path], cache: Path, *extra: str, log: Path,
+                 command: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+        """``command``: the whole command line to start instead of :func:`server_command`'s
+        (as a client's configuration names it); ``env``: variables on top of this process's."""
         self.roots = roots
         self.log_path = log
-        env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "ANONYMIZED_TELEMETRY": "False"}
-        cmd = server_command(roots, *extra)
+        env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "ANONYMIZED_TELEMETRY": "False",
+               **(env or {})}
+        cmd = command or server_command(roots, *extra)
         self.params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=env)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
@@ -145,5 +149,7 @@ class McpClient:
             self.thread.join(10)
 
 
-def start(tmp: Path, roots: list[Path], *extra: str, cache: Path | None = None) -> McpClient:
-    return McpClient(roots, cache or tmp / "cache", *extra, log=tmp / "server.log")
+def start(tmp: Path, roots: list[Path], *extra: str, cache: Path | None = None,
+          command: list[str] | None = None, env: dict[str, str] | None = None) -> McpClient:
+    return McpClient(roots, cache or tmp / "cache", *extra, log=tmp / "server.log",
+                     command=command, env=env)
