@@ -225,6 +225,27 @@ def test_where_no_unix_socket_fits_loopback_tcp_carries_it(
         srv.close()
 
 
+@pytest.mark.skipif(os.name != "posix", reason="folder modes and links are POSIX's")
+@pytest.mark.parametrize("make", ["open to all", "a link"])
+def test_a_run_folder_others_could_enter_is_not_used(tmp_path: Path, make: str) -> None:
+    """Someone who made the run folder first, or left it writable, cannot stand in for the
+    socket: the holder listens on loopback TCP instead, the key still guarding it."""
+    run = tmp_path / "run"
+    if make == "open to all":
+        run.mkdir()
+        run.chmod(0o777)
+    else:
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        run.symlink_to(tmp_path / "elsewhere")
+    srv = Server(lambda r, reply: {"type": "answer", "body": r["body"]}, run, "server")
+    try:
+        assert srv.endpoint.family == "AF_INET"
+        assert Client(srv.endpoint).ask({"body": "still served"})["body"] == "still served"
+        assert not any(run.iterdir())  # no socket was left where others could reach it
+    finally:
+        srv.close()
+
+
 # ---- the engine over it ---------------------------------------------------------------------
 
 

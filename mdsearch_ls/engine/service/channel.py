@@ -32,6 +32,7 @@ import logging
 import os
 import secrets
 import socket
+import stat
 import struct
 import sys
 import threading
@@ -109,15 +110,28 @@ class Endpoint:
 
 
 def _family_and_address(run_dir: Path) -> tuple[str, Any]:
-    """A named pipe on Windows; a Unix socket in ``run_dir`` where the system has them and the
-    path is short enough; else loopback TCP on a port the system picks."""
+    """A named pipe on Windows; a Unix socket in ``run_dir`` where the system has them, the
+    path is short enough and the folder is ours alone; else loopback TCP on a port the system
+    picks (the key guards every family alike)."""
     if sys.platform == "win32":
         return "AF_PIPE", rf"\\.\pipe\mdsearch-{os.getpid()}-{secrets.token_hex(8)}"
-    if "AF_UNIX" in mpc.families:
+    if "AF_UNIX" in mpc.families and _private(run_dir):
         path = os.path.join(run_dir, f"{os.getpid()}-{secrets.token_hex(4)}.sock")
         if len(os.fsencode(path)) <= UNIX_PATH_MAX:
             return "AF_UNIX", path
     return "AF_INET", ("127.0.0.1", 0)
+
+
+def _private(run_dir: Path) -> bool:
+    """Whether ``run_dir`` exists (made now if not), is a folder rather than a link, belongs to
+    this user and lets no one else in: a socket in a folder someone else can write could be
+    swapped for theirs."""
+    with contextlib.suppress(OSError):
+        run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        info = os.lstat(run_dir)
+        return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+                and not info.st_mode & 0o077)
+    return False
 
 
 def _deadline(conn: Any, seconds: float | None, option: str = "SO_RCVTIMEO") -> None:
@@ -180,9 +194,12 @@ class Server:
         self.handler = handler
         key = secrets.token_bytes(32)
         family, address = _family_and_address(run_dir)
-        if family == "AF_UNIX":
-            run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._listener = mpc.Listener(address, family, backlog=MAX_CONNECTIONS)
+        try:
+            self._listener = mpc.Listener(address, family, backlog=MAX_CONNECTIONS)
+        except OSError:  # a socket path the system refuses: loopback TCP still serves
+            if family != "AF_UNIX":
+                raise
+            self._listener = mpc.Listener(("127.0.0.1", 0), "AF_INET", backlog=MAX_CONNECTIONS)
         self._key = key
         self.endpoint = Endpoint(family, self._listener.address, key.hex(), os.getpid(), role)
         self._open = 0
