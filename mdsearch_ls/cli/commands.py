@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mdsearch_ls.cli.common import EXIT_OK, UsageError, _note, _settings, _shown
-from mdsearch_ls.cli.install import cmd_install
 from mdsearch_ls.cli.output import (
     QueryFailed,
     _check_output_args,
@@ -336,6 +335,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mdsearch_ls.lsp.app import run_stdio
 
     return run_stdio()
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    # imported here: its shutil and subprocess (zlib, threading) would be a cost of every search
+    # (tests/unit/test_resident_client.py lists what a search must not import)
+    from mdsearch_ls.cli.install import cmd_install as install
+
+    return install(args)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
