@@ -46,11 +46,10 @@ class TokenCounter:
         with self._lock:
             if not self._loaded:
                 try:
+                    from mdsearch_model_minilm import MODEL_DIR
                     from tokenizers import Tokenizer
 
-                    from mdsearch_ls.engine.embedding import bundled_model_path
-
-                    path = bundled_model_path() / "tokenizer.json"
+                    path = MODEL_DIR / "tokenizer.json"
                     tok = Tokenizer.from_file(str(path))
                     tok.no_truncation()
                     tok.no_padding()
