@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_SIGINT
     except BrokenPipeError:
         return _reader_gone()
-    except (UsageError, MdsearchError, ModelLoadError, SettingError, OSError, ValueError) as exc:
+    except (UsageError, MdsearchError, SettingError, OSError, ValueError) as exc:
         _err(str(exc))
         return exit_code(exc)
     finally:

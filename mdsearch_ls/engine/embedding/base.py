@@ -26,12 +26,15 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from mdsearch_ls.engine.errors import MdsearchError
+
 if TYPE_CHECKING:
     import numpy as np
 
 
-class ModelLoadError(RuntimeError):
-    """The embedding model could not be loaded from disk (never fetched from a network)."""
+class ModelLoadError(MdsearchError, RuntimeError):
+    """The embedding model could not be loaded from disk (never fetched from a network); its
+    message says what to do, so every front end shows it as it shows any engine refusal."""
 
 
 def physical_cores() -> int:
