@@ -312,12 +312,6 @@ class Settings:
         "folder or holds more than max_files notes (the CLI asks for --yes instead); off, they "
         "refuse it with a message rather than walk a whole disk.",
         client="allowAnyRoot", applies="index")
-    resident: bool = setting(
-        True, _bool, "A language or MCP server that holds a folder's index also answers the "
-        "command line's searches of it, through an owner-only socket beside the index, so a "
-        "search from a terminal costs what one in the editor does. Off: servers open no "
-        "socket (mdsearch search --no-resident skips it once).",
-        client="resident", applies="server")
     max_chunks_per_file: int = setting(
         2_000, _int(1, 1_000_000), "Most chunks indexed from one note; a note over it is indexed "
         "up to it with a warning, so one huge note cannot hold back a vault.",

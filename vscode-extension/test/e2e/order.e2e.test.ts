@@ -80,8 +80,9 @@ async function cliHits(mdsearch: string, vault: string, indexDir: string): Promi
   const input = QUERIES.map((query) => JSON.stringify({ query })).join('\n') + '\n';
   const child = run(
     mdsearch,
-    // --no-resident: the CLI ranks in its own process, not through the running server's socket
-    ['search', '--no-resident', '--queries', '-', '--format', 'json',
+    // the editor's server holds the index, so it answers the CLI too: the same ranking asked
+    // through the channel, which the QuickPick must show unchanged
+    ['search', '--queries', '-', '--format', 'json',
       '-k', String(K),
       '--root', vault, '--index-dir', indexDir],
     { timeout: 120_000, env: { ...process.env, ANONYMIZED_TELEMETRY: 'False' } },
