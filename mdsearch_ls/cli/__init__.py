@@ -94,6 +94,7 @@ def run() -> None:
     background process started, log lines written as they came): stdout and stderr are
     flushed here. Where Chroma was imported (an index run, a larger update before a search),
     its own exit handlers run, as after the servers' commands."""
+    _private_files()
     code = main()
     if sys.argv[1:2] == [] or sys.argv[1] not in LEAVE_AT_ONCE or "chromadb" in sys.modules:
         raise SystemExit(code)
@@ -109,6 +110,17 @@ def run() -> None:
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _private_files() -> None:
+    """Group and other bits off every file this process creates: the only files mdsearch
+    writes are its indexes (and their logs and sockets), as private as the notes, and Chroma and
+    SQLite create theirs by themselves, when they please (``engine/index/layout.py``,
+    ``PRIVATE_FILE``). Not on Windows, where modes are ACLs."""
+    import os
+
+    if os.name != "nt":
+        os.umask(os.umask(0o077) | 0o077)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -240,5 +252,6 @@ def serve_main() -> int:
     """Entry point of ``mdsearch-ls``: the language server, whatever the arguments."""
     from mdsearch_ls.lsp.app import run_stdio
 
+    _private_files()
     _print_searches_for_the_cli()
     return run_stdio()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError
+from mdsearch_ls.engine.errors import BroadRootError, ForeignIndexError, IndexLockedError
 from mdsearch_ls.engine.index.place import (  # noqa: F401  (re-exported: the paths' one home)
     _sha1,
     cache_root,
@@ -147,6 +147,74 @@ def collection_name(settings: Settings, index_dir: Path) -> str:
     return f"{space}-i{key}"
 
 
+PRIVATE_FOLDER, PRIVATE_FILE = 0o700, 0o600
+"""The modes of an index's folders and files: the manifest holds every section's full text, so
+an index is as private as the notes it was built from, whatever the notes folder's own modes.
+What the process creates later (Chroma's segments, SQLite's WAL, the logs) gets them from the
+umask that the entry points set (``cli.run``, ``cli.serve_main``: group and other bits off);
+:func:`make_private` fixes what an older release or a library caller left open."""
+OTHER_OWNER_ENV = "MDSEARCH_ALLOW_OTHER_OWNER"
+"""Set to 1 to read or write an index that another user owns (:func:`refuse_foreign`)."""
+_POSIX = os.name != "nt"  # Windows: modes are ACLs there; these rules are no-ops
+
+
+def make_private(index_dir: Path) -> int:
+    """Before a write open: create ``index_dir`` (and any missing parent, such as ``~/.cache``)
+    as 0700, and give the index's folders 0700 and its files 0600, with the mdsearch cache
+    folders above it (never a folder of the person's own, such as the notes folder of an index
+    kept inside it). Returns how many existing entries were open to others (0 on Windows): the
+    caller says so once, the next open finds none."""
+    missing = [p for p in (index_dir, *index_dir.parents) if not p.exists()]
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # (a process beside this one made it)
+            folder.mkdir(PRIVATE_FOLDER)
+    if not _POSIX:
+        return 0
+    cache = cache_root().resolve()
+    tops = [p for p in (cache, cache / "indexes") if p == index_dir or p in index_dir.parents]
+    fixed = sum(_private(p, PRIVATE_FOLDER) for p in tops)
+    for here, _, names in os.walk(index_dir):
+        fixed += _private(Path(here), PRIVATE_FOLDER)
+        fixed += sum(_private(Path(here, n), PRIVATE_FILE) for n in names)
+    return fixed
+
+
+def _private(path: Path, mode: int) -> bool:
+    """Take the group and other bits off ``path`` (never through a link); whether they were
+    there."""
+    with contextlib.suppress(OSError):
+        st = path.lstat()
+        if not path.is_symlink() and st.st_mode & 0o077:
+            path.chmod(mode)
+            return True
+    return False
+
+
+def refuse_foreign(index_dir: Path) -> None:
+    """:class:`ForeignIndexError` when ``index_dir`` belongs to another user, unless
+    ``MDSEARCH_ALLOW_OTHER_OWNER=1``: reading it would show that user's notes to this one (and
+    writing it, as root, would leave files its owner cannot open). Not on Windows."""
+    if not _POSIX or os.environ.get(OTHER_OWNER_ENV) == "1":
+        return
+    try:
+        uid = index_dir.stat().st_uid
+    except OSError:  # nothing there yet: nothing of anyone's to read
+        return
+    if uid == os.geteuid():
+        return
+    import pwd
+
+    try:
+        owner = f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        owner = f"uid {uid}"
+    raise ForeignIndexError(
+        f"the index in {index_dir} belongs to {owner}, not to you: it holds the text of their "
+        f"notes, so mdsearch does not open it. Index your own copy (or pass --index-dir to a "
+        f"folder of yours); if it is yours to read (a shared account, a copy you trust), set "
+        f"{OTHER_OWNER_ENV}=1")
+
+
 DAMAGED_PREFIX = "damaged-"
 """Damaged files are moved into ``<index dir>/damaged-<time>/``; the newest few are kept."""
 KEEP_DAMAGED = 3
@@ -173,7 +241,7 @@ class IndexLock:
             self._fd = os.open(path, os.O_RDWR)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
         try:
             if fcntl is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
