@@ -14,6 +14,15 @@ What this module decides, and nothing else (the tools are the stdio server's, un
   Loopback without a token works for one person and says so. The SDK's DNS-rebinding protection
   stays on (a foreign ``Host`` or ``Origin`` is refused); on a non-loopback address the allowed
   hosts are the bound address, this machine's names and any ``--allow-host``.
+* **What one client can hold.** uvicorn's h11 protocol (its httptools one buffers a header of
+  any length) under :class:`Guarded`: the request line and headers are capped at
+  ``MAX_HEAD_BYTES`` (larger: 400 and closed), a request must arrive whole within ``REQUEST_S``
+  of its first byte (or of the connection: a slowloris, a half request line, a silent
+  connection are closed), at most ``MAX_PER_CLIENT`` connections from one address, and at most
+  ``max_connections()`` in all, where a new one takes the place of the oldest that is still
+  waiting for its request (a flood from many addresses cannot keep a member out). What limits
+  refuse is logged at most once per ``LOG_EVERY_S`` per kind (so is asyncio's own accept
+  failure), with a count of the rest. The SDK caps a body (4 MB).
 * **Start-up.** The socket is bound before anything else, so a port in use is a clear message and
   exit 2, not a traceback; the index starts once for the process (stateless HTTP runs the SDK's
   lifespan per request, so the library is started here, not there).
@@ -28,6 +37,8 @@ import os
 import socket
 import sys
 import threading
+import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +47,20 @@ log = logging.getLogger(__name__)
 
 MIN_TOKEN_CHARS = 16
 """Shorter tokens are refused at load: a guessable token is no token."""
+MAX_HEAD_BYTES = 16 * 1024
+"""The request line and headers of one request: a bearer token and a proxy's headers are well
+under it; h11 answers 400 and closes past it, having buffered no more."""
+REQUEST_S = 10.0
+"""A request (line, headers, body) must have arrived this long after its first byte, or after
+the connection opened; a member's is there in milliseconds."""
+MAX_PER_CLIENT = 64
+"""Connections open from one address (behind a reverse proxy: from the proxy, which then limits
+each client itself)."""
+BACKLOG = 64
+"""Connections the kernel holds for accepting, and so the most asyncio accepts at once: uvicorn's
+own 2,048 let one burst take more descriptors than a service's 1,024 before any was refused."""
+LOG_EVERY_S = 10.0
+"""A kind of refusal is logged once per this many seconds, with how many were left unsaid."""
 
 
 class HttpSetupError(Exception):
@@ -199,6 +224,122 @@ class MembersVerifier:
         return AccessToken(token=token, client_id=name, scopes=[])
 
 
+def max_connections() -> int:
+    """Connections open at once: 256, or a quarter of the open-file limit when that is lower
+    (the index, the model and Chroma keep their own files open), so accepting never meets the
+    limit (asyncio would log every failed accept)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # Windows
+        return 256
+    return 256 if soft == resource.RLIM_INFINITY else max(8, min(256, soft // 4))
+
+
+class OncePer(logging.Filter):
+    """Lets a log record through once per ``seconds`` per message (its template), adding how
+    many like it were dropped since: a flood of failed connections is a line every few seconds,
+    not 90 MB of log."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self._last: dict[tuple[str, object], float] = {}
+        self._dropped: Counter[tuple[str, object]] = Counter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key, now = (record.name, record.msg), time.monotonic()
+        if now - self._last.get(key, -self.seconds) < self.seconds:
+            self._dropped[key] += 1
+            return False
+        self._last[key] = now
+        if n := self._dropped.pop(key, 0):
+            record.msg = f"{record.msg} ({n} more like this in the last {self.seconds:.0f} s)"
+        return True
+
+
+def _guarded_protocol() -> type:
+    """:class:`Guarded`, made when serving: uvicorn and h11 are imported only here."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    waiting = (h11.IDLE, h11.SEND_BODY)  # their states before a request has arrived whole
+    per_client: Counter[str] = Counter()
+
+    class Guarded(H11Protocol):
+        """uvicorn's h11 protocol with the limits of the module docstring (one event loop:
+        no lock needed)."""
+
+        _deadline: Any = None
+        _refused = False
+        _started = 0.0
+        _address = ""
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            peer = transport.get_extra_info("peername")
+            self._address = str(peer[0]) if peer else ""
+            if per_client[self._address] >= MAX_PER_CLIENT:
+                return self._refuse(transport, "refused a connection from %s: it has "
+                                    f"{MAX_PER_CLIENT} open (the limit per address)")
+            ours = [c for c in self.connections
+                    if isinstance(c, Guarded) and not c.transport.is_closing()]
+            if len(ours) >= max_connections():
+                idle = [c for c in ours if c._deadline is not None]  # (request not arrived)
+                if not idle:
+                    return self._refuse(transport, "refused a connection from %s: "
+                                        f"{len(ours)} open, all busy (the limit)")
+                oldest = min(idle, key=lambda c: c._started)
+                log.warning("closed a waiting connection from %s to make room (%d open, the "
+                            "limit)", oldest._address, len(ours))
+                oldest._close()
+            super().connection_made(transport)
+            per_client[self._address] += 1
+            self._arm()
+
+        def _refuse(self, transport: Any, message: str) -> None:
+            self._refused = True
+            log.warning(message, self._address)
+            transport.abort()
+
+        def _arm(self) -> None:
+            self._started = time.monotonic()
+            self._deadline = self.loop.call_later(REQUEST_S, self._too_slow)
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if self.conn.their_state in waiting and not self.transport.is_closing():
+                log.warning("closed a connection from %s: its request had not arrived after "
+                            f"{REQUEST_S:.0f} s", self._address)
+                self._close()
+
+        def _close(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+            self.transport.abort()
+
+        def data_received(self, data: bytes) -> None:
+            if self._deadline is None and self.conn.their_state is h11.IDLE:
+                self._arm()  # a new request on a kept-alive connection
+            super().data_received(data)
+            if self._deadline is not None and self.conn.their_state not in waiting:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._refused:
+                return
+            per_client[self._address] -= 1
+            if per_client[self._address] <= 0:
+                del per_client[self._address]
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+    return Guarded
+
+
 def allowed_hosts(listen: Listen, extra: list[str]) -> list[str]:
     """``Host`` values a request may carry: loopback names, the bound address, this machine's
     names, and what the person named; each with any port."""
@@ -222,7 +363,7 @@ def bind(listen: Listen) -> socket.socket:
         why = "the port is in use" if exc.errno in (98, 48) else exc.strerror or str(exc)
         raise HttpSetupError(f"--http {listen.host}:{listen.port}: cannot listen ({why})") \
             from None
-    sock.listen(128)
+    sock.listen(BACKLOG)
     return sock
 
 
@@ -246,5 +387,9 @@ def serve(server: object, listen: Listen, sock: socket.socket, token_file: str |
         "anyone on this machine, without a token (--token-file FILE for a team)"
     print(f"mdsearch mcp: serving {url} to {who}", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=3)
+                            timeout_graceful_shutdown=3, http=_guarded_protocol(), backlog=BACKLOG,
+                            h11_max_incomplete_event_size=MAX_HEAD_BYTES)
+    once = OncePer(LOG_EVERY_S)
+    for name in (__name__, "uvicorn.error", "asyncio"):
+        logging.getLogger(name).addFilter(once)
     anyio.run(uvicorn.Server(config).serve, [sock])

@@ -43,13 +43,13 @@ LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 class HttpServer:
     """A running ``mdsearch mcp --http 127.0.0.1:0`` and the URL it printed."""
 
-    def __init__(self, vault: Path, tokens: Path, cache: Path) -> None:
+    def __init__(self, vault: Path, tokens: Path, cache: Path, **popen: Any) -> None:
         self.vault, self.tokens, self.cache = vault, tokens, cache
         self.env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache)}
         self.proc = subprocess.Popen(
             server_command([vault], "--http", "127.0.0.1:0", "--token-file", str(tokens)),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True, env=self.env)
+            text=True, env=self.env, **popen)
         self.stderr: list[str] = []
         self._url = threading.Event()
         self.url = ""
