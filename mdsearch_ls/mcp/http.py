@@ -342,13 +342,14 @@ def _guarded_protocol() -> type:
 
 def allowed_hosts(listen: Listen, extra: list[str]) -> list[str]:
     """``Host`` values a request may carry: loopback names, the bound address, this machine's
-    names, and what the person named; each with any port."""
+    names, and what the person named; each with any port or none (a TLS reverse proxy sends
+    ``Host: NAME``, and its browser-side ``Origin`` is ``https://NAME``)."""
     names = {"127.0.0.1", "localhost", "[::1]", listen.url_host, *extra}
     if not listen.loopback:
         for name in (socket.gethostname(), socket.getfqdn()):
             if name:
                 names.add(name)
-    return sorted(f"{n}:*" for n in names)
+    return sorted(names | {f"{n}:*" for n in names})
 
 
 def bind(listen: Listen) -> socket.socket:

@@ -37,17 +37,20 @@ ALICE = "alice-" + "a" * 24
 BOB = "bob-" + "b" * 24
 QUERY = "what do we do when more than 5% of requests fail"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+PROXY = "handbook.example"
+"""The name a TLS reverse proxy in front of the server sends (``--allow-host``)."""
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 
 
 class HttpServer:
     """A running ``mdsearch mcp --http 127.0.0.1:0`` and the URL it printed."""
 
-    def __init__(self, vault: Path, tokens: Path, cache: Path, **popen: Any) -> None:
+    def __init__(self, vault: Path, tokens: Path, cache: Path, *extra: str, **popen: Any) -> None:
         self.vault, self.tokens, self.cache = vault, tokens, cache
         self.env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache)}
         self.proc = subprocess.Popen(
-            server_command([vault], "--http", "127.0.0.1:0", "--token-file", str(tokens)),
+            server_command([vault], "--http", "127.0.0.1:0", "--token-file", str(tokens),
+                           *extra),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True, env=self.env, **popen)
         self.stderr: list[str] = []
@@ -96,7 +99,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     vault = shutil.copytree(EXAMPLE_VAULT, tmp / "vault")
     tokens = tmp / "team-tokens"
     tokens.write_text(f"# the handbook's readers\nalice {ALICE}\nbob {BOB}\n", encoding="utf-8")
-    srv = HttpServer(vault, tokens, tmp / "cache")
+    srv = HttpServer(vault, tokens, tmp / "cache", "--allow-host", PROXY)
 
     def ready() -> bool:
         st = srv.call(ALICE, "index_status", {}).structured_content
@@ -137,6 +140,18 @@ def test_a_foreign_host_or_origin_is_refused(server: HttpServer) -> None:
     assert server.post(LIST_TOOLS, ALICE, Host="evil.example").status_code == 421
     res = server.post(LIST_TOOLS, ALICE, Origin="http://evil.example")
     assert res.status_code == 403
+
+
+def test_an_allowed_host_is_admitted_with_and_without_a_port(server: HttpServer) -> None:
+    for host in (PROXY, f"{PROXY}:443", f"{PROXY}:8765"):
+        assert server.post(LIST_TOOLS, ALICE, Host=host).status_code == 200, host
+    for origin in (f"https://{PROXY}", f"http://{PROXY}", f"http://{PROXY}:8765",
+                   f"https://{PROXY}:8443"):
+        assert server.post(LIST_TOOLS, ALICE, Host=PROXY, Origin=origin).status_code == 200, \
+            origin
+    assert server.post(LIST_TOOLS, ALICE, Host=f"{PROXY}.evil.example").status_code == 421
+    assert server.post(LIST_TOOLS, ALICE, Host=PROXY,
+                       Origin=f"https://{PROXY}.evil.example").status_code == 403
 
 
 def test_a_revoked_member_is_refused_without_a_restart(team: HttpServer) -> None:
