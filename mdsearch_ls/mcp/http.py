@@ -154,18 +154,22 @@ class TokenFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._seen: tuple[int, int, int, int] | None = None
+        self._seen: tuple[int, int, int, int, int] | None = None
         self._members: dict[str, str] = {}
         self._members = self._load()  # raises HttpSetupError: a bad file at start is exit 2
         if not self._members:
             raise HttpSetupError(f"--token-file {path}: no members in it (one 'NAME TOKEN' a "
                                  f"line)")
 
-    def _stamp(self) -> tuple[int, int, int, int]:
+    def _stamp(self) -> tuple[int, int, int, int, int]:
         st = os.stat(self.path)
-        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
 
     def _load(self) -> dict[str, str]:
+        """The file's members. A file others can read is served with a WARNING (at start and
+        at each re-read), not refused: every token in it is a member's key, but refusing would
+        turn an upgrade's restart into an outage, and a group of the service's own (0640) can
+        be meant. Not on Windows, where modes are ACLs."""
         try:
             stamp = self._stamp()
             text = self.path.read_text(encoding="utf-8")
@@ -175,6 +179,10 @@ class TokenFile:
             raise HttpSetupError(f"--token-file {self.path}: cannot be read "
                                  f"({type(exc).__name__})") from None
         members = parse_members(text, f"--token-file {self.path}")
+        if os.name != "nt" and stamp[4] & 0o044:
+            log.warning("--token-file %s can be read by %s (mode %03o): whoever reads it can "
+                        "act as any member; chmod 600 it", self.path,
+                        "everyone" if stamp[4] & 0o004 else "its group", stamp[4] & 0o777)
         self._seen = stamp
         return members
 
@@ -189,6 +197,10 @@ class TokenFile:
                 try:
                     self._members = self._load()
                     log.info("token file re-read: %d member(s)", len(self._members))
+                    if not self._members:
+                        log.warning("--token-file %s has no members now: every request is "
+                                    "refused (everyone is locked out) until one is added",
+                                    self.path)
                 except HttpSetupError as exc:
                     if self._members:
                         log.warning("%s: every request is refused until it is fixed", exc)

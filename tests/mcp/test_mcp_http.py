@@ -99,6 +99,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     vault = shutil.copytree(EXAMPLE_VAULT, tmp / "vault")
     tokens = tmp / "team-tokens"
     tokens.write_text(f"# the handbook's readers\nalice {ALICE}\nbob {BOB}\n", encoding="utf-8")
+    tokens.chmod(0o600)
     srv = HttpServer(vault, tokens, tmp / "cache", "--allow-host", PROXY)
 
     def ready() -> bool:
@@ -117,6 +118,7 @@ def team(server: HttpServer) -> Iterator[HttpServer]:
     original = server.tokens.read_text(encoding="utf-8")
     yield server
     server.tokens.write_text(original, encoding="utf-8")
+    server.tokens.chmod(0o600)
 
 
 def cli_paths(server: HttpServer, k: int) -> list[str]:
@@ -167,6 +169,28 @@ def test_an_unusable_token_file_refuses_everyone(team: HttpServer) -> None:
     team.tokens.write_text("alice short\n", encoding="utf-8")  # a broken edit: fail closed
     assert team.post(LIST_TOOLS, ALICE).status_code == 401
     assert team.post(LIST_TOOLS, BOB).status_code == 401
+
+
+def said_after(server: HttpServer, seen: int, words: str) -> bool:
+    """Whether the server's stderr, past its first ``seen`` lines, says ``words`` (it is read
+    by a thread: wait for it)."""
+    return bool(wait_until(lambda: any(words in line for line in server.stderr[seen:]), 10,
+                           f"the server saying {words!r}", interval=0.05))
+
+
+def test_an_emptied_token_file_says_everyone_is_locked_out(team: HttpServer) -> None:
+    seen = len(team.stderr)
+    team.tokens.write_text("# nobody yet\n", encoding="utf-8")
+    assert team.post(LIST_TOOLS, ALICE).status_code == 401
+    assert said_after(team, seen, "WARNING") and said_after(team, seen, "locked out")
+
+
+def test_a_token_file_others_can_read_is_warned_when_re_read(team: HttpServer) -> None:
+    seen = len(team.stderr)
+    team.tokens.chmod(0o644)
+    assert team.post(LIST_TOOLS, ALICE).status_code == 200  # served, and said
+    assert said_after(team, seen, "can be read by everyone (mode 644)")
+    assert said_after(team, seen, "chmod 600")
 
 
 def test_search_over_http_ranks_as_the_cli_does(server: HttpServer) -> None:
@@ -318,6 +342,23 @@ def test_a_bad_token_file_is_refused_at_start(tmp_path: Path, content: str | Non
     assert done.returncode == 2 and why in done.stderr, done.stderr
     assert ALICE not in done.stderr
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_token_file_others_can_read_is_warned_at_start(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice {ALICE}\n", encoding="utf-8")
+    said = {}
+    for mode in (0o640, 0o600):
+        tokens.chmod(mode)
+        with socket.socket() as busy:  # (then it stops at once, having read the file)
+            busy.bind(("127.0.0.1", 0))
+            busy.listen(1)
+            done = _start(tmp_path, "--http", f"127.0.0.1:{busy.getsockname()[1]}",
+                          "--token-file", str(tokens))
+        assert done.returncode == 2, done.stderr
+        said[mode] = done.stderr
+    assert "WARNING" in said[0o640] and "can be read by its group (mode 640)" in said[0o640]
+    assert "WARNING" not in said[0o600]
 
 
 def test_a_port_in_use_is_refused_at_start(tmp_path: Path) -> None:
