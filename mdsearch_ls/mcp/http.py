@@ -22,7 +22,8 @@ What this module decides, and nothing else (the tools are the stdio server's, un
   ``max_connections()`` in all, where a new one takes the place of the oldest that is still
   waiting for its request (a flood from many addresses cannot keep a member out). What limits
   refuse is logged at most once per ``LOG_EVERY_S`` per kind (so is asyncio's own accept
-  failure), with a count of the rest. The SDK caps a body (4 MB).
+  failure), with a count of the rest. The SDK caps a body (4 MB). A request whose client has
+  gone is cancelled (:class:`CancelWhenGone`).
 * **Start-up.** The socket is bound before anything else, so a port in use is a clear message and
   exit 2, not a traceback; the index starts once for the process (stateless HTTP runs the SDK's
   lifespan per request, so the library is started here, not there).
@@ -352,6 +353,52 @@ def _guarded_protocol() -> type:
     return Guarded
 
 
+class CancelWhenGone:
+    """ASGI middleware: a request whose client disconnects before its answer is cancelled, so
+    300 searches sent and abandoned do not queue ahead of the next member's (the SDK would run
+    each to the end). The body passes through as the app reads it (nothing buffered here);
+    once it is read, the client's next message can only be its disconnect, or the answer done.
+    A search already running in a thread finishes there, unheard; one still waiting for a
+    thread never starts."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import anyio
+
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        body_read, gone, answered = anyio.Event(), anyio.Event(), False
+
+        async def relay() -> Any:
+            if body_read.is_set():
+                await gone.wait()
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body"):
+                body_read.set()
+            return message
+
+        async def reply(message: Any) -> None:
+            nonlocal answered
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                answered = True
+
+        async with anyio.create_task_group() as group:
+            async def watch() -> None:
+                await body_read.wait()
+                await receive()  # the disconnect (or, once answered, the end)
+                if not answered:
+                    gone.set()
+                    group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            await self.app(scope, relay, reply)
+            group.cancel_scope.cancel()
+
+
 def allowed_hosts(listen: Listen, extra: list[str]) -> list[str]:
     """``Host`` values a request may carry: loopback names, the bound address, this machine's
     names, and what the person named; each with any port or none (a TLS reverse proxy sends
@@ -396,6 +443,7 @@ def serve(server: object, listen: Listen, sock: socket.socket, token_file: str |
                                          allowed_hosts=hosts, allowed_origins=origins)
     app = server.streamable_http_app(  # type: ignore[attr-defined]
         stateless_http=True, json_response=True, transport_security=security, host=listen.host)
+    app = CancelWhenGone(app)
     who = "members of " + token_file if token_file else \
         "anyone on this machine, without a token (--token-file FILE for a team)"
     print(f"mdsearch mcp: serving {url} to {who}", file=sys.stderr, flush=True)

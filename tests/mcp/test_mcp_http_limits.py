@@ -9,6 +9,7 @@ time out, and four ~100 MB headers took the server from 271 to 701 MB."""
 from __future__ import annotations
 
 import contextlib
+import json
 import resource
 import socket
 import threading
@@ -190,3 +191,23 @@ def test_a_huge_header_costs_the_server_a_few_kilobytes(server: HttpServer) -> N
     assert max(peak) - before < 50, (before, max(peak))
     assert all(n < 100 * 1024 * 1024 for n in sent), sent  # each was cut off
     assert took < PROMPT_S
+
+
+def test_searches_whose_clients_left_are_dropped(server: HttpServer) -> None:
+    """300 heavy searches sent and abandoned at once (the client closes each connection after
+    its request): the next member's search must not wait for them."""
+    host, port = address(server)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "search_markdown",
+        "arguments": {"query": QUERY, "k": 50, "max_tokens": 100_000}}}).encode()
+    request = (f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {ALICE}\r\n"
+               f"Accept: application/json, text/event-stream\r\nContent-Type: application/json"
+               f"\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    logged = len(server.stderr)
+    for n in range(300):  # from as many addresses as the limit per address asks
+        sock = attacker(server, f"127.0.1.{1 + n % 100}")
+        sock.sendall(request)
+        sock.close()
+    took = member_search(server)
+    assert took < PROMPT_S
+    assert not any("Traceback" in line for line in server.stderr[logged:]), server.stderr[logged:]
