@@ -287,6 +287,28 @@ def test_search_through_the_server_prints_what_a_local_search_prints(
     assert str(server.vault) not in remote.stdout
 
 
+def test_search_through_the_server_shows_control_characters_escaped(team: HttpServer) -> None:
+    """A handbook note that would drive every member's terminal (OSC 52 writes the clipboard,
+    CSI 2J clears the screen; its name too) is shown escaped by ``search --server``."""
+    from tests.integration.test_terminal_safety import EVIL_NOTE, obeyed
+
+    note = team.vault / "ev\x1b[2Jil.md"
+    note.write_text(EVIL_NOTE, encoding="utf-8")
+    query = "deploy runbook restart the service clipboard"
+    try:
+        wait_until(lambda: any("pwned" in r["text"] for r in team.call(
+            ALICE, "search_markdown", {"query": query, "k": 3}).structured_content["results"]),
+            60, "the server indexing the note", interval=0.5)
+        for fmt in ("text", "vimgrep", "paths"):
+            done = cli(team, query, "-k", "3", "--format", fmt, "--color", "always",
+                       "--server", team.url, token=ALICE)
+            assert done.returncode == 0, done.stderr
+            assert obeyed(done.stdout) == [], fmt
+            assert "ev\\x1b[2Jil.md" in done.stdout, fmt
+    finally:
+        note.unlink()
+
+
 def test_search_through_the_server_takes_a_token_file(server: HttpServer, tmp_path: Path) -> None:
     mine = tmp_path / "my-token"
     mine.write_text(f"# mine\nalice {ALICE}\n", encoding="utf-8")
