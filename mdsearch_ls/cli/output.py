@@ -26,7 +26,6 @@ from mdsearch_ls.cli.common import (
     log,
 )
 
-
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7f, 0xa0)) if c not in (9, 10)}
 """C0 and C1 control characters (and DEL) but tab and newline, as ``\\x1b``."""
 
