@@ -12,6 +12,7 @@ import glob
 import json
 import logging
 import os
+import secrets
 import shutil
 import socket
 import sqlite3
@@ -24,6 +25,7 @@ from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import IndexOpenError, MdsearchError
 from mdsearch_ls.engine.index.layout import (
     DAMAGED_PREFIX,
+    INDEX_ID_META,
     KEEP_DAMAGED,
     LockRole,
     collection_name,
@@ -166,6 +168,13 @@ class WriterOpen:
                 raise _Damaged("manifest", str(exc), manifest_files) from exc
             raise IndexOpenError(f"the manifest in {self.index_dir} cannot be opened ({exc})") \
                 from exc
+        if not self.manifest.get_meta(INDEX_ID_META):  # (a manifest made before the ids)
+            self.manifest.set_meta(INDEX_ID_META, secrets.token_hex(6))
+            if self.settings.chroma_url and not self.manifest.created:
+                log.warning("the index's collection on %s is now named by an id of its own "
+                            "(two machines cloned from one image shared the old name): its "
+                            "vectors are restored there from the manifest, and the collection "
+                            "of the old name can be deleted", self.settings.chroma_url)
         if self._defer_vectors and not self.manifest.created:
             was = self.manifest.get_meta(STORE_CLEAN)
             self.store = DeferredStore(DEFERRED if was else "", self._note_behind)
@@ -367,7 +376,10 @@ class WriterOpen:
         url = self.settings.chroma_url
         if not url:
             return str(self.index_dir / "chroma")
-        return f"{url} (collection {collection_name(self.settings, self.index_dir)})"
+        index_id = self.manifest.get_meta(INDEX_ID_META)
+        if not index_id:  # a reader of an index made before the ids; its writer names it
+            return f"{url} (collection named at the next write open)"
+        return f"{url} (collection {collection_name(self.settings, index_id)})"
 
     def _check_vector_server(self) -> None:
         """Before a write open creates anything (the index folder, the lock, a manifest): when
@@ -380,14 +392,15 @@ class WriterOpen:
 
     def _make_store(self, chroma_dir: Path, *, opened: bool = True) -> ChromaStore:
         """The vector store of this space: the index folder's own Chroma, or a collection on
-        the Chroma server the settings name, under a name that carries this index's identity
+        the Chroma server the settings name, under a name that carries this index's id
         (:func:`collection_name`)."""
         url = self.settings.chroma_url
         if not url:
             return ChromaStore(chroma_dir, self.space, batch_size=self.settings.batch_size,
                                opened=opened)
         return ChromaStore(
-            None, collection_name(self.settings, self.index_dir), url=url, space=self.space,
+            None, collection_name(self.settings, self.manifest.get_meta(INDEX_ID_META) or ""),
+            url=url, space=self.space,
             batch_size=self.settings.batch_size,
             label=f"{socket.gethostname()}:{self.index_dir}",
         )

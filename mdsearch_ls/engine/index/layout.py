@@ -119,32 +119,23 @@ def space_name(settings: Settings) -> str:
     return f"{model[:60] or 'model'}-{chunking_key}-v{SCHEMA_VERSION}"
 
 
-def _machine_id() -> str:
-    """What tells this machine from another one: systemd's machine id, else the host name."""
-    import socket
-
-    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
-        with contextlib.suppress(OSError):
-            text = Path(path).read_text("ascii").strip()
-            if text:
-                return text
-    return socket.gethostname()
+INDEX_ID_META = "index_id"
+"""Manifest meta: a random id of this index, written when its manifest is made (or, for one
+made before, at its next write open): what names its collection on a Chroma server."""
 
 
-def collection_name(settings: Settings, index_dir: Path) -> str:
-    """The Chroma collection of one embedding space of one index.
+def collection_name(settings: Settings, index_id: str) -> str:
+    """The Chroma collection of one embedding space of one index (``index_id``: its manifest's
+    :data:`INDEX_ID_META`).
 
     In the index folder's own Chroma it is the space's name. On a Chroma server (``chroma_url``)
-    many indexes share one namespace, so the name also carries the index's identity: a hash of
-    this machine's id and the index folder's absolute path. Two folders, or two people's
-    machines with the same paths, never share a collection; and the name is the same every time
-    this index opens, so deleting the index folder and indexing again reuses (and empties) its
-    collection instead of leaving an orphan on the server."""
+    many indexes share one namespace, so the name also carries the index's id: random, made
+    with the index, so two folders, two people, or two machines cloned from one image (the same
+    ``/etc/machine-id``, the same paths) never share a collection. An index made anew (its
+    folder deleted, a damaged manifest set aside) gets a new collection; the old one stays on
+    the server until someone deletes it."""
     space = space_name(settings)
-    if not settings.chroma_url:
-        return space
-    key = _sha1(f"{_machine_id()}\0{index_dir.resolve()}".encode()).hexdigest()[:12]
-    return f"{space}-i{key}"
+    return f"{space}-i{index_id}" if settings.chroma_url else space
 
 
 PRIVATE_FOLDER, PRIVATE_FILE = 0o700, 0o600
