@@ -35,7 +35,6 @@ from mdsearch_ls.engine.index.layout import (
     LockRole,
     OpenMode,
     index_dir_of,
-    make_private,
     recorded_model,
     refuse_foreign,
     space_name,
@@ -138,7 +137,7 @@ class Workspace(WriterOpen):
         self.root = root.resolve()
         self.settings = settings
         self.embedder = embedder
-        self.index_dir = index_dir_of(self.root, settings, index_dir)
+        self.index_dir = refuse_foreign(index_dir_of(self.root, settings, index_dir))
         self.space = space_name(settings)
         self.read_only = read_only
         self.switched: str | None = None
@@ -159,15 +158,10 @@ class Workspace(WriterOpen):
         self._state_written = 0.0
         self._indexing = False
         self._defer_vectors, self._role = defer_vectors, role
-        refuse_foreign(self.index_dir)
         if read_only:
             self._open_read_only()
             return
         self._check_vector_server()  # before anything is written
-        if opened := make_private(self.index_dir):
-            log.warning("%d file(s) and folder(s) of the index in %s were readable by other "
-                        "users: made them private (folders 0700, files 0600)", opened,
-                        self.index_dir)
         self._lock = IndexLock(self.index_dir / "writer.lock", role=role)
         try:
             (self.index_dir / "ROOT").write_text(str(self.root) + "\n", encoding="utf-8")

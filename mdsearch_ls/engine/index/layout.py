@@ -149,25 +149,32 @@ OTHER_OWNER_ENV = "MDSEARCH_ALLOW_OTHER_OWNER"
 _POSIX = os.name != "nt"  # Windows: modes are ACLs there; these rules are no-ops
 
 
-def make_private(index_dir: Path) -> int:
+def make_private(index_dir: Path) -> None:
     """Before a write open: create ``index_dir`` (and any missing parent, such as ``~/.cache``)
     as 0700, and give the index's folders 0700 and its files 0600, with the mdsearch cache
     folders above it (never a folder of the person's own, such as the notes folder of an index
-    kept inside it). Returns how many existing entries were open to others (0 on Windows): the
-    caller says so once, the next open finds none."""
+    kept inside it). Said once, when others could reach them (the index folder or a cache
+    folder was open; a file a library caller's Chroma left 0644 inside a private folder was out
+    of reach, and is fixed quietly); the next open finds none. Nothing on Windows."""
     missing = [p for p in (index_dir, *index_dir.parents) if not p.exists()]
     for folder in reversed(missing):
         with contextlib.suppress(FileExistsError):  # (a process beside this one made it)
             folder.mkdir(PRIVATE_FOLDER)
     if not _POSIX:
-        return 0
+        return
     cache = cache_root().resolve()
-    tops = [p for p in (cache, cache / "indexes") if p == index_dir or p in index_dir.parents]
-    fixed = sum(_private(p, PRIVATE_FOLDER) for p in tops)
+    tops = [p for p in (cache, cache / "indexes") if p in index_dir.parents]
+    opened = sum(_private(p, PRIVATE_FOLDER) for p in (*tops, index_dir))
+    inside = 0
     for here, _, names in os.walk(index_dir):
-        fixed += _private(Path(here), PRIVATE_FOLDER)
-        fixed += sum(_private(Path(here, n), PRIVATE_FILE) for n in names)
-    return fixed
+        inside += _private(Path(here), PRIVATE_FOLDER)
+        inside += sum(_private(Path(here, n), PRIVATE_FILE) for n in names)
+    if opened:
+        import logging  # (here: logging is ~5 ms of a search a server answers: see logs.py)
+
+        logging.getLogger(__name__).warning(
+            "%d file(s) and folder(s) of the index in %s were readable by other users: made "
+            "them private (folders 0700, files 0600)", opened + inside, index_dir)
 
 
 def _private(path: Path, mode: int) -> bool:
@@ -181,18 +188,18 @@ def _private(path: Path, mode: int) -> bool:
     return False
 
 
-def refuse_foreign(index_dir: Path) -> None:
-    """:class:`ForeignIndexError` when ``index_dir`` belongs to another user, unless
+def refuse_foreign(index_dir: Path) -> Path:
+    """``index_dir``, or :class:`ForeignIndexError` when it belongs to another user, unless
     ``MDSEARCH_ALLOW_OTHER_OWNER=1``: reading it would show that user's notes to this one (and
     writing it, as root, would leave files its owner cannot open). Not on Windows."""
     if not _POSIX or os.environ.get(OTHER_OWNER_ENV) == "1":
-        return
+        return index_dir
     try:
         uid = index_dir.stat().st_uid
     except OSError:  # nothing there yet: nothing of anyone's to read
-        return
+        return index_dir
     if uid == os.geteuid():
-        return
+        return index_dir
     import pwd
 
     try:
@@ -230,8 +237,8 @@ class IndexLock:
         self._probe = probe
         if probe:
             self._fd = os.open(path, os.O_RDWR)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        else:  # the writer's open: the index folder is made here, private
+            make_private(path.parent)
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
         try:
             if fcntl is not None:
