@@ -236,7 +236,7 @@ def test_a_servers_own_writes_carry_the_kept_scores_exactly(manifest):
         assert scores.reads == reads, what  # every phrase carried: none read again
         for key, rows in _kept_rows(scores).items():
             _same_as_read(manifest, key, rows)
-    manifest.touch("n1.md", 2000.0, 10)  # a new state in which no row changed
+    manifest.touch("n1.md", 2000.0, 10, 2000.0)  # a new state in which no row changed
     carries = scores.carries
     for q in QUERIES:
         plain, summed = _both(manifest, q, 40)

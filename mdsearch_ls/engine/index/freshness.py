@@ -3,9 +3,9 @@
 A CLI search wants a fresh index, but updating one means opening it for writing: the writer lock,
 and Chroma (importing it alone costs seconds). Most searches find nothing changed, so the CLI asks
 here first, from a read-only open (SQLite only), and opens for writing only when something did
-change. The rule is the indexer's own (a note is changed when its mtime or size differs from the
-manifest's; a file skipped before in the same state stays skipped), so the two cannot disagree
-about whether there is work to do.
+change. The rule is the indexer's own (a note is changed when its change stamp or size differs
+from the manifest's; a file skipped before in the same state stays skipped), so the two cannot
+disagree about whether there is work to do.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ note's record: a one-note update at 96k notes); more go through a full, cancella
 
 
 class Seen(Protocol):
-    """``{rel: (mtime, size)}`` of the notes a walk found, as a look reads it."""
+    """``{rel: (change stamp, size)}`` of the notes a walk found, as a look reads it."""
 
     def items(self) -> Iterable[tuple[str, tuple[float, int]]]: ...
     def __contains__(self, rel: object) -> bool: ...
@@ -77,8 +77,8 @@ def _stats(root: Path, settings: Settings, index_dir: Path | None,
 
 def _differs(seen: tuple[float, int] | None, indexed: tuple[float, int] | None,
              skipped_as: tuple[float, int] | None) -> bool:
-    """The indexer's rule: a note is changed when its ``(mtime, size)`` is not the manifest's
-    (gone, or new), and a file skipped before in the same state stays skipped."""
+    """The indexer's rule: a note is changed when its ``(change stamp, size)`` is not the
+    manifest's (gone, or new), and a file skipped before in the same state stays skipped."""
     if seen is None:
         return indexed is not None
     return skipped_as != seen if indexed is None else indexed != seen
@@ -90,7 +90,7 @@ def _changed_among(root: Path, settings: Settings, manifest: Manifest, index_dir
     flt = sources.SourceFilter(root, include=settings.include, exclude=settings.exclude,
                                index_dir=index_dir, formats=settings.include_formats)
     rels = sorted(set(among))
-    known = {rel: (r.mtime, r.size) for rel, r in manifest.files_of(rels).items()}
+    known = {rel: (r.ctime, r.size) for rel, r in manifest.files_of(rels).items()}
     skipped = manifest.skipped()
     changed = []
     for rel in rels:
@@ -102,7 +102,7 @@ def _changed_among(root: Path, settings: Settings, manifest: Manifest, index_dir
                 st = None
             if (st is not None and stat.S_ISREG(st.st_mode) and not sources._oversize(
                     rel, st.st_size, settings.max_file_bytes, settings.include_formats)):
-                seen = (st.st_mtime, st.st_size)
+                seen = (sources.change_stamp(st), st.st_size)
         if _differs(seen, known.get(rel), skipped.get(rel)):
             changed.append(rel)
     return changed

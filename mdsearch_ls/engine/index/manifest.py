@@ -46,6 +46,7 @@ from mdsearch_ls.engine.index.manifest_schema import (  # noqa: F401  (re-export
     seal_kept,
     truncation,
     unsealed,
+    with_ctime,
 )
 from mdsearch_ls.engine.index.vector_cache import VectorCache
 from mdsearch_ls.engine.locations import ChunkRecord, FileUpdate
@@ -138,6 +139,7 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
             raise ManifestDamagedError(
                 f"{found}, this mdsearch reads schema version {SCHEMA_VERSION}"
             )
+        self._FILE_COLS = with_ctime(conn, self._FILE_COLS, writer=not self.read_only)
         if not self.read_only:
             with conn:
                 conn.executescript(_SCHEMA)  # tables added since the file was made
@@ -365,9 +367,9 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
                 f = u.file
                 conn.execute(
                     "INSERT INTO files (path, content_hash, mtime, size, title, aliases, "
-                    "chunk_ids, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "chunk_ids, indexed_at, ctime) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (f.path, f.content_hash, f.mtime, f.size, f.title,
-                     json.dumps(list(f.aliases)), json.dumps(list(f.chunk_ids)), now),
+                     json.dumps(list(f.aliases)), json.dumps(list(f.chunk_ids)), now, f.ctime),
                 )
                 conn.executemany(
                     "INSERT OR IGNORE INTO file_tags (path, tag) VALUES (?, ?)",
@@ -395,13 +397,14 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         if kept is not None:
             kept.wrote(before, after, removed, inserted)
 
-    def touch(self, path: str, mtime: float, size: int) -> None:
-        """Record a new mtime for a note whose content hash did not change."""
+    def touch(self, path: str, mtime: float, size: int, ctime: float) -> None:
+        """Record a new mtime and change stamp of a note whose content hash did not change."""
         conn = self._conn()
         kept = self.phrase_scores
         with conn:
             before = kept.state(conn) if kept is not None else None
-            conn.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
+            conn.execute("UPDATE files SET mtime = ?, size = ?, ctime = ? WHERE path = ?",
+                         (mtime, size, ctime, path))
             # mtimes feed the modified: filter, whose answers are cached per generation.
             self._bump(conn)
             after = kept.state(conn) if kept is not None else None

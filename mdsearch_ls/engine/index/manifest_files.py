@@ -21,7 +21,9 @@ from mdsearch_ls.engine.locations import FileRecord
 class FileReads:
     """The note-record reads of a manifest; the connection comes from it."""
 
-    _FILE_COLS = "path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at"
+    _FILE_COLS = "path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at, ctime"
+    """(a reader of a manifest made before ``ctime`` reads ``mtime`` in its place: see
+    ``Manifest._check_and_create``)"""
 
     def _conn(self) -> sqlite3.Connection:
         raise NotImplementedError
@@ -66,10 +68,12 @@ class FileReads:
             (base + "/", base + "0"))]
 
     def file_stats(self) -> dict[str, tuple[float, int]]:
-        """``{path: (mtime, size)}`` of every indexed note: what a freshness check and a
-        scan's diff compare, without building a record (and reading the tags) of each note."""
-        return {path: (mtime, size) for path, mtime, size in
-                self._conn().execute("SELECT path, mtime, size FROM files")}
+        """``{path: (ctime, size)}`` of every indexed note (its change stamp: see
+        :attr:`FileRecord.ctime`): what a freshness check and a scan's diff compare, without
+        building a record (and reading the tags) of each note."""
+        cols = self._FILE_COLS.split(", ")[-1]
+        return {path: (ctime, size) for path, ctime, size in
+                self._conn().execute(f"SELECT path, {cols}, size FROM files")}
 
     def file(self, path: str) -> FileRecord | None:
         return self.files_of([path]).get(path)

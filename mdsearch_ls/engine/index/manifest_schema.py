@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS files (
     title TEXT NOT NULL,
     aliases TEXT NOT NULL,
     chunk_ids TEXT NOT NULL,
-    indexed_at REAL NOT NULL
+    indexed_at REAL NOT NULL,
+    ctime REAL NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS file_tags (
     path TEXT NOT NULL,
@@ -123,13 +124,28 @@ class ManifestEmptyError(sqlite3.DatabaseError):
     being created right now)."""
 
 
+def with_ctime(conn: sqlite3.Connection, cols: str, *, writer: bool) -> str:
+    """The ``files`` columns to read (``cols``) once the manifest has ``ctime`` (the change
+    stamp, added after the schema's version 1): a writer adds it, filled with each note's mtime
+    (a note last changed by writing it has both times equal); a reader of a manifest its writer
+    has not opened since reads ``mtime`` in its place."""
+    if "ctime" in {r[1] for r in conn.execute("PRAGMA table_info(files)")}:
+        return cols
+    if not writer:
+        return cols.replace("ctime", "mtime AS ctime")
+    with conn:
+        conn.execute("ALTER TABLE files ADD COLUMN ctime REAL NOT NULL DEFAULT 0")
+        conn.execute("UPDATE files SET ctime = mtime")
+    return cols
+
+
 def _file_record(row: Sequence[Any], tags: Iterable[str]) -> FileRecord:
     """A ``files`` row (columns as in ``Manifest._FILE_COLS``) and its tags as a record."""
-    path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at = row
+    path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at, ctime = row
     return FileRecord(
         path=path, content_hash=content_hash, mtime=mtime, size=size, title=title,
         aliases=tuple(json.loads(aliases)), tags=tuple(tags),
-        chunk_ids=tuple(json.loads(chunk_ids)), indexed_at=indexed_at,
+        chunk_ids=tuple(json.loads(chunk_ids)), indexed_at=indexed_at, ctime=ctime,
     )
 
 
