@@ -151,11 +151,12 @@ _POSIX = os.name != "nt"  # Windows: modes are ACLs there; these rules are no-op
 
 def make_private(index_dir: Path) -> None:
     """Before a write open: create ``index_dir`` (and any missing parent, such as ``~/.cache``)
-    as 0700, and give the index's folders 0700 and its files 0600, with the mdsearch cache
-    folders above it (never a folder of the person's own, such as the notes folder of an index
-    kept inside it). Said once, when others could reach them (the index folder or a cache
-    folder was open; a file a library caller's Chroma left 0644 inside a private folder was out
-    of reach, and is fixed quietly); the next open finds none. Nothing on Windows."""
+    as 0700, and take the group and other bits off it, its files, its Chroma and ``damaged-*``
+    folders (no other folder of an ``--index-dir``) and the mdsearch cache folders above it
+    (never a folder of the person's own, such as the notes folder of an index kept inside it).
+    Said once, when others could reach them (the index folder or a cache folder was open; a file
+    a library caller's Chroma left 0644 inside a private folder was out of reach, and is fixed
+    quietly); the next open finds none. Nothing on Windows."""
     missing = [p for p in (index_dir, *index_dir.parents) if not p.exists()]
     for folder in reversed(missing):
         with contextlib.suppress(FileExistsError):  # (a process beside this one made it)
@@ -164,11 +165,12 @@ def make_private(index_dir: Path) -> None:
         return
     cache = cache_root().resolve()
     tops = [p for p in (cache, cache / "indexes") if p in index_dir.parents]
-    opened = sum(_private(p, PRIVATE_FOLDER) for p in (*tops, index_dir))
+    opened = sum(_private(p) for p in (*tops, index_dir))
     inside = 0
-    for here, _, names in os.walk(index_dir):
-        inside += _private(Path(here), PRIVATE_FOLDER)
-        inside += sum(_private(Path(here, n), PRIVATE_FILE) for n in names)
+    for here, folders, names in os.walk(index_dir):
+        if here == str(index_dir):  # the folders mdsearch makes: an --index-dir may hold more
+            folders[:] = [f for f in folders if f == "chroma" or f.startswith(DAMAGED_PREFIX)]
+        inside += sum(_private(Path(here, n)) for n in (*folders, *names))
     if opened:
         import logging  # (here: logging is ~5 ms of a search a server answers: see logs.py)
 
@@ -177,13 +179,13 @@ def make_private(index_dir: Path) -> None:
             "them private (folders 0700, files 0600)", opened + inside, index_dir)
 
 
-def _private(path: Path, mode: int) -> bool:
-    """Take the group and other bits off ``path`` (never through a link); whether they were
-    there."""
+def _private(path: Path) -> bool:
+    """Take the group and other bits off ``path`` (never through a link, never the owner's
+    own); whether they were there."""
     with contextlib.suppress(OSError):
         st = path.lstat()
         if not path.is_symlink() and st.st_mode & 0o077:
-            path.chmod(mode)
+            path.chmod(st.st_mode & 0o700)
             return True
     return False
 
