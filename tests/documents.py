@@ -203,3 +203,34 @@ def write_malformed(root: Path) -> dict[str, str]:
         "huge.html": "exceeds",
         "broken.ipynb": "invalid JSON",
     }
+
+
+def crafted_pdf(pages: int, *, declared: int | None = None, fan: int = 500) -> bytes:
+    """A PDF of ``pages`` empty pages under a two-level page tree (``fan`` kids a node, under
+    pypdf's limit on one array), its root declaring ``declared`` pages (default: the truth):
+    ~100 bytes a page, so 370,000 pages are a 36 MB file, as a crafted one would be."""
+    out = bytearray(b"%PDF-1.4\n")
+    offsets: list[tuple[int, int]] = []
+
+    def obj(num: int, body: bytes) -> None:
+        offsets.append((num, len(out)))
+        out.extend(b"%d 0 obj\n" % num + body + b"\nendobj\n")
+
+    nodes = (pages + fan - 1) // fan
+    first_node, first_page = 3, 3 + nodes
+    obj(1, b"<</Type/Catalog/Pages 2 0 R>>")
+    obj(2, b"<</Type/Pages/Count %d/Kids[" % (pages if declared is None else declared)
+        + b" ".join(b"%d 0 R" % (first_node + k) for k in range(nodes)) + b"]>>")
+    for k in range(nodes):
+        kids = range(k * fan, min(pages, (k + 1) * fan))
+        obj(first_node + k, b"<</Type/Pages/Parent 2 0 R/Count %d/Kids[" % len(kids)
+            + b" ".join(b"%d 0 R" % (first_page + i) for i in kids) + b"]>>")
+    for i in range(pages):
+        obj(first_page + i, b"<</Type/Page/Parent %d 0 R/MediaBox[0 0 9 9]>>"
+            % (first_node + i // fan))
+    xref, size = len(out), first_page + pages
+    out.extend(b"xref\n0 %d\n0000000000 65535 f \n" % size)
+    for _num, off in sorted(offsets):
+        out.extend(b"%010d 00000 n \n" % off)
+    out.extend(b"trailer\n<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n" % (size, xref))
+    return bytes(out)

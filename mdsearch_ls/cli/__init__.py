@@ -72,7 +72,17 @@ def exit_code(exc: BaseException) -> int:
 
 def run() -> None:
     """The ``mdsearch`` command as its process runs it (the console script, ``python -m``)."""
+    _private_files()
     raise SystemExit(main())
+
+
+def _private_files() -> None:
+    """Group and other bits off every file this process creates: the only files mdsearch
+    writes are its indexes (and their logs and sockets), as private as the notes, and Chroma and
+    SQLite create theirs by themselves, when they please (``engine/index/layout.py``,
+    ``PRIVATE_FILE``). Not on Windows, where modes are ACLs."""
+    if os.name != "nt":
+        os.umask(os.umask(0o077) | 0o077)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,6 +29,17 @@ from mdsearch_ls.cli.common import (
 )
 from mdsearch_ls.engine.api import Snippet, match_spans, query_terms, snippet, wrap
 
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7f, 0xa0)) if c not in (9, 10)}
+"""C0 and C1 control characters (and DEL) but tab and newline, as ``\\x1b``."""
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters shown escaped: a note (or a file name) must not
+    drive the terminal of whoever searches it (OSC 52 writes the clipboard, OSC 8 hides a link,
+    CSI clears the screen), least of all on a team server. Every human format writes note text
+    through this (``_Style``); JSON escapes them by itself."""
+    return text.translate(_CONTROLS)
+
 
 class _Style:
     """ANSI colours the way rg uses them (path magenta, line green, match bold red), or none."""
@@ -47,6 +58,7 @@ class _Style:
         return cls(term.tty)
 
     def _sgr(self, code: str, text: str) -> str:
+        text = visible(text)
         return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
 
     def path(self, text: str) -> str:
@@ -64,14 +76,14 @@ class _Style:
     def marked(self, text: str, spans: Sequence[tuple[int, int]], base: str = "") -> str:
         """``text`` with the spans in bold red, the rest in ``base`` (an SGR code, or plain)."""
         if not self.enabled:
-            return text
+            return visible(text)
         restore = f"\x1b[0m\x1b[{base}m" if base else "\x1b[0m"
         out, pos = [f"\x1b[{base}m"] if base else [], 0
         for s, e in spans:
-            out.append(text[pos:s])
-            out.append(f"\x1b[1;31m{text[s:e]}{restore}")
+            out.append(visible(text[pos:s]))
+            out.append(f"\x1b[1;31m{visible(text[s:e])}{restore}")
             pos = e
-        out.append(text[pos:])
+        out.append(visible(text[pos:]))
         if base:
             out.append("\x1b[0m")
         return "".join(out)
@@ -193,7 +205,7 @@ class _Printer:
             rendered = self.rendered(hits, terms, 160)
             for h, r in zip(hits, rendered, strict=True):
                 path = self.style.path(self.term.shown(self.root / h.path))
-                text = f"{h.breadcrumb}: {self.style.marked(r.text, r.spans)}"
+                text = f"{visible(h.breadcrumb)}: {self.style.marked(r.text, r.spans)}"
                 line = h.start_line + 1 if h.file_lines else 1
                 self._print(f"{path}:{self.style.line(str(line))}:1:{text}")
         elif fmt == "paths":

@@ -51,6 +51,11 @@ class IndexOpenError(MdsearchError):
     """The index exists but cannot be used (damaged, another version); it can be rebuilt."""
 
 
+class ForeignIndexError(IndexOpenError):
+    """The index folder belongs to another user: its manifest holds their notes' text, so it is
+    neither read nor written unless the person says so (``MDSEARCH_ALLOW_OTHER_OWNER=1``)."""
+
+
 class VectorServerError(MdsearchError):
     """The Chroma server named by ``chroma_url`` cannot be reached, does not answer in time, or
     answers something that is not Chroma. Not damage: the index is not set aside, nothing is
@@ -59,6 +64,7 @@ class VectorServerError(MdsearchError):
 
 __all__ = [
     "BroadRootError",
+    "ForeignIndexError",
     "IndexLockedError",
     "IndexOpenError",
     "IndexReadOnlyError",

@@ -8,8 +8,10 @@ four hand-written copies.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from operator import attrgetter
 
 DOCUMENT_SUFFIXES: dict[str, str] = {
     ".pdf": "pdf",
@@ -99,6 +101,14 @@ class ChunkRecord(Location):
     """Hash of the body without headings: equal for template sections across notes."""
 
 
+change_stamp = attrgetter("st_mtime" if os.name == "nt" else "st_ctime")
+"""A stat's mark of change, what tells with its size that a file changed since it was read: the
+inode's change time (``st_ctime``), which every write moves and no program can set back, where
+an edit can restore a note's mtime; it moves on a chmod or a rename too, and such a note is
+read again once and its content hash compared. On Windows ``st_ctime`` is the creation time:
+the mtime there. (A C getter: the look calls it for every note.)"""
+
+
 @dataclass(frozen=True)
 class FileRecord:
     """What the manifest knows about one note."""
@@ -112,6 +122,9 @@ class FileRecord:
     tags: tuple[str, ...]
     chunk_ids: tuple[str, ...]
     indexed_at: float = 0.0
+    ctime: float = 0.0
+    """The note's change stamp when it was read (``files.change_stamp``): what tells it
+    changed, since an edit can set its mtime back; ``mtime`` stays for the modified: filter."""
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,13 @@ from mdsearch_ls.engine.index.healing import (
     open_writer,
 )
 from mdsearch_ls.engine.index.indexer import Indexer
-from mdsearch_ls.engine.index.layout import IndexState, index_dir_of, index_lock, space_name
+from mdsearch_ls.engine.index.layout import (
+    IndexState,
+    index_dir_of,
+    index_lock,
+    refuse_foreign,
+    space_name,
+)
 from mdsearch_ls.engine.index.manifest_schema import is_damage
 from mdsearch_ls.engine.index.report import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.locations import ChunkRecord
@@ -91,7 +97,7 @@ class Workspace:
         self.root = root.resolve()
         self.settings = settings
         self.embedder = embedder
-        self.index_dir = index_dir_of(self.root, settings, index_dir)
+        self.index_dir = refuse_foreign(index_dir_of(self.root, settings, index_dir))
         self.space = space_name(settings)
         self.last_report: IndexReport | None = None
         self._state_written = 0.0

@@ -10,11 +10,13 @@ nothing written.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -27,7 +29,12 @@ import pytest
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import VectorServerError
-from mdsearch_ls.engine.index.layout import collection_name, space_name
+from mdsearch_ls.engine.index.layout import (
+    INDEX_ID_META,
+    collection_name,
+    recorded_model,
+    space_name,
+)
 from mdsearch_ls.engine.index.vector_store import ChromaStore
 from mdsearch_ls.engine.service.folders import Folders
 from mdsearch_ls.engine.workspace import Workspace
@@ -76,7 +83,8 @@ def test_an_index_on_a_server_equals_one_in_the_index_folder(chroma_server, tmp_
     assert got == want, got.diff(want)
     assert got_hits == want_hits
     assert not (on_server / "chroma").exists()  # the vectors are on the server only
-    assert name == collection_name(settings, on_server)
+    assert name == collection_name(settings, recorded_model(
+        on_server / f"{space_name(settings)}.sqlite3", INDEX_ID_META) or "")
     assert name.startswith(space_name(settings) + "-i")
     assert server_collections(chroma_server)[name] == len(got.chunk_ids)
 
@@ -101,6 +109,61 @@ def test_two_indexes_on_one_server_never_share_a_collection(chroma_server, tmp_p
                         embedder=FakeEmbedder(), index_dir=tmp_path / "index1") as ws:
         ws.index()
     assert server_collections(chroma_server)[names[1]] == 6
+
+
+def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    """``mdsearch ARGS``, a real process with the real model."""
+    env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "MDSEARCH_BACKGROUND": "off"}
+    done = subprocess.run([sys.executable, "-m", "mdsearch_ls", *args], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_two_machines_cloned_from_one_image_never_share_a_collection(chroma_server, tmp_path,
+                                                                     write):
+    """The same machine id and the same index folder (one machine, then its clone, each
+    indexing its own notes there) are two indexes: two collections, neither emptied."""
+    index = tmp_path / "index"  # the same path on both machines
+    names = []
+    for n in (1, 2):
+        vault = tmp_path / f"vault{n}"
+        for i in range(n * 2):
+            write(vault, f"note{i}.md", f"# Note {i} of machine {n}\n\nText {i} {n}.\n")
+        shutil.rmtree(index, ignore_errors=True)  # the clone has no index yet
+        cli("index", str(vault), "--index-dir", str(index), "--chroma-url", chroma_server.url,
+            cache=tmp_path / "cache")
+        status = json.loads(cli("status", "--root", str(vault), "--index-dir", str(index), "--json",
+                                "--chroma-url", chroma_server.url,
+                                cache=tmp_path / "cache").stdout)
+        names.append(status["vectors"].rpartition("(collection ")[2].rstrip(")"))
+    held = server_collections(chroma_server)
+    assert names[0] != names[1]
+    assert (held.get(names[0]), held.get(names[1])) == (2, 4)
+
+
+def test_an_index_made_before_its_id_gets_one_at_its_next_write_open(chroma_server, tmp_path,
+                                                                     write):
+    vault = tmp_path / "vault"
+    for i in range(3):
+        write(vault, f"note{i}.md", f"# Note {i}\n\nText about item {i}.\n")
+    index, cache = tmp_path / "index", tmp_path / "cache"
+    args = ("--index-dir", str(index), "--chroma-url", chroma_server.url)
+    cli("index", str(vault), *args, cache=cache)
+    manifest = next(index.glob("*.sqlite3"))
+    with sqlite3.connect(manifest) as conn:  # as a release before the ids left it
+        conn.execute("DELETE FROM meta WHERE key = ?", (INDEX_ID_META,))
+    conn.close()
+    write(vault, "note3.md", "# Note 3\n\nText about item 3.\n")
+    said = cli("index", str(vault), *args, cache=cache).stderr
+    assert "named by an id of its own" in said
+    index_id = recorded_model(manifest, INDEX_ID_META)
+    assert index_id and len(index_id) == 12
+    found = json.loads(cli("search", "item", "--root", str(vault), "--json", "--no-update",
+                           *args, cache=cache).stdout)
+    assert len({r["path"] for r in found["results"]}) == 4
+    assert any(name.endswith(f"-i{index_id}") and count >= 4
+               for name, count in server_collections(chroma_server).items())
 
 
 def test_a_clean_reopen_trusts_the_server_and_a_wiped_server_heals_without_the_model(

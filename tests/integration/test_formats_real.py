@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from mdsearch_ls.config import DOCUMENT_FORMATS, Settings
 from mdsearch_ls.engine.search.requests import SearchRequest
 from mdsearch_ls.engine.workspace import Workspace
-from tests.documents import formats_or_skip, write_documents, write_malformed
+from tests.documents import crafted_pdf, formats_or_skip, write_documents, write_malformed
 from tests.integration.conftest import run_cli
 
 pytestmark = pytest.mark.slow
@@ -109,3 +110,24 @@ def test_mcp_search_and_read_section_hand_out_the_converted_section(
         assert told.returncode == 2 and "other settings (include_formats)" in told.stderr
     finally:
         client.close()
+
+
+def test_a_crafted_pdf_is_refused_before_its_pages_are_parsed(tmp_path: Path) -> None:
+    """Two crafted PDFs beside a note: 370,000 empty pages in 36 MB (pypdf alone parsed 37 s
+    and 425 MB before its own page limit refused it), and 99,000 under a tree that declares one
+    (30 s, every page listed and read for text). Each is refused by what it is, in seconds."""
+    formats_or_skip()
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "note.md").write_text("# Note\n\nA plain note beside the documents.\n")
+    (vault / "huge.pdf").write_bytes(crafted_pdf(370_000))
+    (vault / "lying.pdf").write_bytes(crafted_pdf(99_000, declared=1))
+    t0 = time.monotonic()
+    done = run_cli("index", str(vault), "--include-formats", "pdf", cache=tmp_path / "cache")
+    took = time.monotonic() - t0
+    assert done.returncode == 0, done.stderr
+    said = {name: line for line in done.stderr.splitlines()
+            for name in ("huge.pdf", "lying.pdf") if f"skipped {name}:" in line}
+    assert "370,743 objects" in said.get("huge.pdf", ""), done.stderr
+    assert "more than 10,000 pages" in said.get("lying.pdf", ""), done.stderr
+    assert took < 30, took  # (67 s before, for the two)

@@ -37,19 +37,22 @@ ALICE = "alice-" + "a" * 24
 BOB = "bob-" + "b" * 24
 QUERY = "what do we do when more than 5% of requests fail"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+PROXY = "handbook.example"
+"""The name a TLS reverse proxy in front of the server sends (``--allow-host``)."""
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 
 
 class HttpServer:
     """A running ``mdsearch mcp --http 127.0.0.1:0`` and the URL it printed."""
 
-    def __init__(self, vault: Path, tokens: Path, cache: Path) -> None:
+    def __init__(self, vault: Path, tokens: Path, cache: Path, *extra: str, **popen: Any) -> None:
         self.vault, self.tokens, self.cache = vault, tokens, cache
         self.env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache)}
         self.proc = subprocess.Popen(
-            server_command([vault], "--http", "127.0.0.1:0", "--token-file", str(tokens)),
+            server_command([vault], "--http", "127.0.0.1:0", "--token-file", str(tokens),
+                           *extra),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True, env=self.env)
+            text=True, env=self.env, **popen)
         self.stderr: list[str] = []
         self._url = threading.Event()
         self.url = ""
@@ -96,7 +99,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     vault = shutil.copytree(EXAMPLE_VAULT, tmp / "vault")
     tokens = tmp / "team-tokens"
     tokens.write_text(f"# the handbook's readers\nalice {ALICE}\nbob {BOB}\n", encoding="utf-8")
-    srv = HttpServer(vault, tokens, tmp / "cache")
+    tokens.chmod(0o600)
+    srv = HttpServer(vault, tokens, tmp / "cache", "--allow-host", PROXY)
 
     def ready() -> bool:
         st = srv.call(ALICE, "index_status", {}).structured_content
@@ -114,6 +118,7 @@ def team(server: HttpServer) -> Iterator[HttpServer]:
     original = server.tokens.read_text(encoding="utf-8")
     yield server
     server.tokens.write_text(original, encoding="utf-8")
+    server.tokens.chmod(0o600)
 
 
 def cli_paths(server: HttpServer, k: int) -> list[str]:
@@ -138,6 +143,18 @@ def test_a_foreign_host_or_origin_is_refused(server: HttpServer) -> None:
     assert res.status_code == 403
 
 
+def test_an_allowed_host_is_admitted_with_and_without_a_port(server: HttpServer) -> None:
+    for host in (PROXY, f"{PROXY}:443", f"{PROXY}:8765"):
+        assert server.post(LIST_TOOLS, ALICE, Host=host).status_code == 200, host
+    for origin in (f"https://{PROXY}", f"http://{PROXY}", f"http://{PROXY}:8765",
+                   f"https://{PROXY}:8443"):
+        assert server.post(LIST_TOOLS, ALICE, Host=PROXY, Origin=origin).status_code == 200, \
+            origin
+    assert server.post(LIST_TOOLS, ALICE, Host=f"{PROXY}.evil.example").status_code == 421
+    assert server.post(LIST_TOOLS, ALICE, Host=PROXY,
+                       Origin=f"https://{PROXY}.evil.example").status_code == 403
+
+
 def test_a_revoked_member_is_refused_without_a_restart(team: HttpServer) -> None:
     team.tokens.write_text(f"bob {BOB}\n", encoding="utf-8")  # alice leaves the team
     assert team.post(LIST_TOOLS, ALICE).status_code == 401
@@ -151,6 +168,28 @@ def test_an_unusable_token_file_refuses_everyone(team: HttpServer) -> None:
     team.tokens.write_text("alice short\n", encoding="utf-8")  # a broken edit: fail closed
     assert team.post(LIST_TOOLS, ALICE).status_code == 401
     assert team.post(LIST_TOOLS, BOB).status_code == 401
+
+
+def said_after(server: HttpServer, seen: int, words: str) -> bool:
+    """Whether the server's stderr, past its first ``seen`` lines, says ``words`` (it is read
+    by a thread: wait for it)."""
+    return bool(wait_until(lambda: any(words in line for line in server.stderr[seen:]), 10,
+                           f"the server saying {words!r}", interval=0.05))
+
+
+def test_an_emptied_token_file_says_everyone_is_locked_out(team: HttpServer) -> None:
+    seen = len(team.stderr)
+    team.tokens.write_text("# nobody yet\n", encoding="utf-8")
+    assert team.post(LIST_TOOLS, ALICE).status_code == 401
+    assert said_after(team, seen, "WARNING") and said_after(team, seen, "locked out")
+
+
+def test_a_token_file_others_can_read_is_warned_when_re_read(team: HttpServer) -> None:
+    seen = len(team.stderr)
+    team.tokens.chmod(0o644)
+    assert team.post(LIST_TOOLS, ALICE).status_code == 200  # served, and said
+    assert said_after(team, seen, "can be read by everyone (mode 644)")
+    assert said_after(team, seen, "chmod 600")
 
 
 def test_search_over_http_ranks_as_the_cli_does(server: HttpServer) -> None:
@@ -247,6 +286,28 @@ def test_search_through_the_server_prints_what_a_local_search_prints(
     assert str(server.vault) not in remote.stdout
 
 
+def test_search_through_the_server_shows_control_characters_escaped(team: HttpServer) -> None:
+    """A handbook note that would drive every member's terminal (OSC 52 writes the clipboard,
+    CSI 2J clears the screen; its name too) is shown escaped by ``search --server``."""
+    from tests.integration.test_terminal_safety import EVIL_NOTE, obeyed
+
+    note = team.vault / "ev\x1b[2Jil.md"
+    note.write_text(EVIL_NOTE, encoding="utf-8")
+    query = "deploy runbook restart the service clipboard"
+    try:
+        wait_until(lambda: any("pwned" in r["text"] for r in team.call(
+            ALICE, "search_markdown", {"query": query, "k": 3}).structured_content["results"]),
+            60, "the server indexing the note", interval=0.5)
+        for fmt in ("text", "vimgrep", "paths"):
+            done = cli(team, query, "-k", "3", "--format", fmt, "--color", "always",
+                       "--server", team.url, token=ALICE)
+            assert done.returncode == 0, done.stderr
+            assert obeyed(done.stdout) == [], fmt
+            assert "ev\\x1b[2Jil.md" in done.stdout, fmt
+    finally:
+        note.unlink()
+
+
 def test_search_through_the_server_takes_a_token_file(server: HttpServer, tmp_path: Path) -> None:
     mine = tmp_path / "my-token"
     mine.write_text(f"# mine\nalice {ALICE}\n", encoding="utf-8")
@@ -302,6 +363,23 @@ def test_a_bad_token_file_is_refused_at_start(tmp_path: Path, content: str | Non
     assert done.returncode == 2 and why in done.stderr, done.stderr
     assert ALICE not in done.stderr
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_token_file_others_can_read_is_warned_at_start(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice {ALICE}\n", encoding="utf-8")
+    said = {}
+    for mode in (0o640, 0o600):
+        tokens.chmod(mode)
+        with socket.socket() as busy:  # (then it stops at once, having read the file)
+            busy.bind(("127.0.0.1", 0))
+            busy.listen(1)
+            done = _start(tmp_path, "--http", f"127.0.0.1:{busy.getsockname()[1]}",
+                          "--token-file", str(tokens))
+        assert done.returncode == 2, done.stderr
+        said[mode] = done.stderr
+    assert "WARNING" in said[0o640] and "can be read by its group (mode 640)" in said[0o640]
+    assert "WARNING" not in said[0o600]
 
 
 def test_a_port_in_use_is_refused_at_start(tmp_path: Path) -> None:

@@ -163,6 +163,35 @@ def test_a_symlink_out_of_the_root_is_not_read(tmp_path: Path) -> None:
         client.close()
 
 
+def test_an_excluded_note_is_answered_as_a_missing_one(tmp_path: Path) -> None:
+    """Whoever reads through the server cannot tell an ignored, excluded or hidden note that
+    exists from one that does not: the tool and the resource answer both alike."""
+    vault = tmp_path / "vault"
+    for rel in ("open.md", "ignored.md", "drafts/plan.md", ".private/diary.md"):
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text("# Secret\n\nThe safe code is 4711.\n", encoding="utf-8")
+    (vault / ".gitignore").write_text("ignored.md\n", encoding="utf-8")
+    client = start(tmp_path, [vault], "--exclude", "drafts/")
+    try:
+        def answers(rel: str) -> tuple[str, str]:
+            tool = client.call("read_section", {"path": rel})
+            assert tool.is_error
+            try:
+                client.run(lambda s: s.read_resource(f"mdsearch://note/{rel}"))
+                resource = "read"
+            except Exception as exc:  # the SDK raises the server's error
+                resource = str(exc)
+            return (tool.content[0].text.replace(rel, "PATH"), resource.replace(rel, "PATH"))
+
+        for there, missing in (("ignored.md", "absent.md"), ("drafts/plan.md", "drafts/no.md"),
+                               (".private/diary.md", ".private/no.md")):
+            assert answers(there) == answers(missing), there
+            assert "does not exist" in answers(there)[0]
+        assert not client.call("read_section", {"path": "open.md"}).is_error
+    finally:
+        client.close()
+
+
 def test_a_missing_root_is_a_usage_error() -> None:
     proc = subprocess.run([*server_command([Path("/nonexistent/notes")])],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)

@@ -182,11 +182,11 @@ def test_reading_a_document_for_a_front_end_gives_the_converted_text(tmp_path: P
 
     root = write_documents(tmp_path / "vault")
     flt = SourceFilter(root, formats=("pdf",))
-    _, text = read_checked(root, "papers/sourdough.pdf", "papers/sourdough.pdf", name="v",
-                             accepts=flt.accepts, max_file_bytes=2_000_000, formats=("pdf",))
+    _, text = read_checked(root, "papers/sourdough.pdf", "papers/sourdough.pdf",
+                           accepts=flt.accepts, max_file_bytes=2_000_000, formats=("pdf",))
     assert "## Page 1" in text and "wild yeast" in text
     with pytest.raises(RequestError, match="not a markdown note"):
-        read_checked(root, "handbook.docx", "handbook.docx", name="v", accepts=flt.accepts,
+        read_checked(root, "handbook.docx", "handbook.docx", accepts=flt.accepts,
                      max_file_bytes=2_000_000, formats=("pdf",))
 
 

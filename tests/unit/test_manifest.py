@@ -260,10 +260,10 @@ def test_generation_bumps_on_every_content_write(manifest, tmp_path):
 def test_touch_updates_mtime_and_size_only(manifest):
     manifest.apply([make_update("a.md", ["apple"], mtime=1000.0)])
     before = manifest.file("a.md")
-    manifest.touch("a.md", 2000.0, 77)
+    manifest.touch("a.md", 2000.0, 77, 2001.0)
     after = manifest.file("a.md")
     assert after.mtime == 2000.0
-    assert after.size == 77
+    assert (after.size, after.ctime) == (77, 2001.0)
     assert after.content_hash == before.content_hash
     assert after.chunk_ids == before.chunk_ids
     assert manifest.file_mtimes() == {"a.md": 2000.0}
@@ -273,7 +273,7 @@ def test_touch_bumps_generation(manifest):
     """The modified: filter reads mtimes through a generation-keyed cache; a touch moves mtimes."""
     manifest.apply([make_update("a.md", ["apple"], mtime=1000.0)])
     gen = manifest.generation
-    manifest.touch("a.md", 2000.0, 5)
+    manifest.touch("a.md", 2000.0, 5, 2000.0)
     assert manifest.generation > gen
 
 
@@ -327,3 +327,27 @@ def test_schema_mismatch_is_refused(tmp_path):
     conn.close()
     with pytest.raises(sqlite3.DatabaseError, match="schema"):
         Manifest(path)
+
+
+def test_a_manifest_made_before_the_change_stamp_gets_it_from_its_mtimes(manifest):
+    """Readers of such a manifest compare its mtimes; its writer adds ``ctime``, each note's
+    mtime (a note last changed by writing it has both times equal)."""
+    manifest.apply([make_update("a.md", ["apple"], mtime=1000.0)])
+    path = manifest.path
+    manifest.close()
+    with sqlite3.connect(path) as conn:  # as a release before the stamp left it
+        conn.execute("ALTER TABLE files DROP COLUMN ctime")
+    conn.close()
+    reader = Manifest(path, read_only=True)
+    try:
+        assert reader.file_stats() == {"a.md": (1000.0, reader.file("a.md").size)}
+        assert reader.file("a.md").ctime == 1000.0
+    finally:
+        reader.close()
+    writer = Manifest(path)
+    try:
+        assert writer.file("a.md").ctime == 1000.0
+        writer.touch("a.md", 1000.0, 5, 1234.5)
+        assert writer.file_stats() == {"a.md": (1234.5, 5)}
+    finally:
+        writer.close()

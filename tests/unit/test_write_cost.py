@@ -107,7 +107,7 @@ def test_collect_vectors_runs_once_per_generation(tmp_path):
         assert m.collect_vectors() == 1
         m.put_vectors({"e:later": np.ones(4, dtype=np.float32)})
         assert m.collect_vectors() == 0  # nothing was written since: left for the next change
-        m.touch("none.md", 1.0, 1)  # any write moves the generation
+        m.touch("none.md", 1.0, 1, 1.0)  # any write moves the generation
         assert m.collect_vectors() == 1
     finally:
         m.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import socket
 import sqlite3
@@ -27,6 +28,7 @@ from mdsearch_ls.engine.index.chroma_server import check
 from mdsearch_ls.engine.index.indexer import Indexer
 from mdsearch_ls.engine.index.layout import (
     DAMAGED_PREFIX,
+    INDEX_ID_META,
     KEEP_DAMAGED,
     collection_name,
     recorded_model,
@@ -144,8 +146,15 @@ def _open_once(root: Path, settings: Settings, embedder: Embedder, index_dir: Pa
         if is_damage(exc):
             raise _Damaged("manifest", str(exc), manifest_files) from exc
         raise IndexOpenError(f"the manifest in {index_dir} cannot be opened ({exc})") from exc
+    if not manifest.get_meta(INDEX_ID_META):  # (a manifest made before the ids)
+        manifest.set_meta(INDEX_ID_META, secrets.token_hex(6))
+        if settings.chroma_url and not manifest.created:
+            log.warning("the index's collection on %s is now named by an id of its own "
+                        "(two machines cloned from one image shared the old name): its "
+                        "vectors are restored there from the manifest, and the collection "
+                        "of the old name can be deleted", settings.chroma_url)
     try:
-        store = _make_store(settings, chroma_dir, index_dir, space)
+        store = _make_store(settings, chroma_dir, index_dir, space, manifest)
     except StoreError as exc:
         manifest.close()
         raise _Damaged("vector store", short_error(exc.__cause__ or exc), [chroma_dir]) \
@@ -184,15 +193,16 @@ def _open_once(root: Path, settings: Settings, embedder: Embedder, index_dir: Pa
     return opened
 
 
-def _make_store(settings: Settings, chroma_dir: Path, index_dir: Path, space: str
-                ) -> ChromaStore:
+def _make_store(settings: Settings, chroma_dir: Path, index_dir: Path, space: str,
+                manifest: Manifest) -> ChromaStore:
     """The vector store of this space: the index folder's own Chroma, or a collection on the
-    Chroma server the settings name, under a name unique to this index."""
+    Chroma server the settings name, under the random id the manifest got when it was made
+    (:func:`collection_name`): two indexes never share one, even cloned from one disk image."""
     url = settings.chroma_url
     if not url:
         return ChromaStore(chroma_dir, space, batch_size=settings.batch_size)
-    return ChromaStore(None, collection_name(settings, index_dir), url=url, space=space,
-                       batch_size=settings.batch_size,
+    return ChromaStore(None, collection_name(settings, manifest.get_meta(INDEX_ID_META) or ""),
+                       url=url, space=space, batch_size=settings.batch_size,
                        label=f"{socket.gethostname()}:{index_dir}")
 
 

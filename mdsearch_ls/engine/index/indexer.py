@@ -198,7 +198,7 @@ class Indexer:
         stats = self.manifest.file_stats()
         present = {f.rel for f in found}
         gone = sorted(set(stats) - present)
-        todo = [f for f in found if stats.get(f.rel) != (f.mtime, f.size)]
+        todo = [f for f in found if stats.get(f.rel) != (f.ctime, f.size)]
         del stats, present
         known = self.manifest.files_of([*gone, *(f.rel for f in todo)])
         report.files_total = len(found)
@@ -246,14 +246,15 @@ class Indexer:
                     gone.append(p)
                 continue
             st = abs_path.stat()
+            stamp = sources.change_stamp(st)
             too_big = sources._oversize(p, st.st_size, self.settings.max_file_bytes,
                                         self.settings.include_formats)
             if too_big:
-                skips.add(p, st.st_mtime, st.st_size, too_big)
+                skips.add(p, stamp, st.st_size, too_big)
                 if p in known:
                     gone.append(p)
                 continue
-            todo.append(sources.SourceFile(abs_path, p, st.st_size, st.st_mtime))
+            todo.append(sources.SourceFile(abs_path, p, st.st_size, st.st_mtime, stamp))
         if gone:
             self._delete(gone, known)
             report.files_deleted = len(gone)
@@ -336,8 +337,8 @@ class Indexer:
                 if not batches.pump(final=True):
                     break
             old = known.get(src.rel)
-            if old is None and skips.seen(src.rel, src.mtime, src.size):
-                skips.add(src.rel, src.mtime, src.size, "")  # reported when it changed last
+            if old is None and skips.seen(src.rel, src.ctime, src.size):
+                skips.add(src.rel, src.ctime, src.size, "")  # reported when it changed last
                 tick(1)
                 continue
             read = sources.read_source(
@@ -345,7 +346,7 @@ class Indexer:
                 formats=formats, known_hash=old.content_hash if old is not None else None,
             )
             if read.text is None:
-                skips.add(src.rel, src.mtime, src.size,
+                skips.add(src.rel, src.ctime, src.size,
                           read.warning or f"skipped {src.rel}: cannot read it")
                 if old is not None:
                     self._delete([src.rel], known)
@@ -370,7 +371,7 @@ class Indexer:
                 )
             except Exception as exc:  # a chunker bug must cost one note, not the index
                 log.exception("could not chunk %s", src.rel)
-                skips.add(src.rel, src.mtime, src.size,
+                skips.add(src.rel, src.ctime, src.size,
                           f"skipped {src.rel}: could not parse it ({exc})")
                 tick(1)
                 continue
@@ -461,10 +462,9 @@ class Indexer:
             content_hash=p.content_hash,
             mtime=p.src.mtime,
             size=p.src.size,
-            title=p.note.meta.title,
-            aliases=tuple(p.note.meta.aliases),
+            title=p.note.meta.title, aliases=tuple(p.note.meta.aliases),
             tags=tuple(p.note.meta.tags),
-            chunk_ids=tuple(r.id for r in p.records),
+            chunk_ids=tuple(r.id for r in p.records), ctime=p.src.ctime,
         )
 
     def _touch(self, old: FileRecord, src: sources.SourceFile) -> None:
@@ -475,5 +475,5 @@ class Indexer:
         self._writing_store()
         self.store.update_metadata([r.id for r in records],
                                    [chunk_metadata(r, moved) for r in records])
-        self.manifest.touch(old.path, src.mtime, src.size)
+        self.manifest.touch(old.path, src.mtime, src.size, src.ctime)
         self._settled = True

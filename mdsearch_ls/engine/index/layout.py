@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
-import socket
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +23,11 @@ import platformdirs
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.embedding import space_model_name
-from mdsearch_ls.engine.errors import BroadRootError, IndexLockedError
+from mdsearch_ls.engine.errors import BroadRootError, ForeignIndexError, IndexLockedError
 from mdsearch_ls.engine.index.manifest_schema import SCHEMA_VERSION
 from mdsearch_ls.engine.notes import files as sources
+
+log = logging.getLogger(__name__)
 
 APP = "mdsearch"
 
@@ -135,30 +137,98 @@ def space_name(settings: Settings) -> str:
     return f"{model[:60] or 'model'}-{chunking_key}-v{SCHEMA_VERSION}"
 
 
-def _machine_id() -> str:
-    """What tells this machine from another one: systemd's machine id, else the host name."""
-    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
-        with contextlib.suppress(OSError):
-            text = Path(path).read_text("ascii").strip()
-            if text:
-                return text
-    return socket.gethostname()
+INDEX_ID_META = "index_id"
+"""Manifest meta: a random id of this index, written when its manifest is made (or, for one
+made before, at its next write open): what names its collection on a Chroma server."""
 
 
-def collection_name(settings: Settings, index_dir: Path) -> str:
-    """The Chroma collection of one embedding space of one index.
+def collection_name(settings: Settings, index_id: str) -> str:
+    """The Chroma collection of one embedding space of one index (``index_id``: its manifest's
+    :data:`INDEX_ID_META`).
 
     In the index folder's own Chroma it is the space's name. On a Chroma server (``chroma_url``)
-    many indexes share one namespace, so the name also carries the index's identity: a hash of
-    this machine's id and the index folder's absolute path. Two folders, or two people's
-    machines with the same paths, never share a collection; and the name is the same every time
-    this index opens, so deleting the index folder and indexing again reuses (and empties) its
-    collection instead of leaving an orphan on the server."""
+    many indexes share one namespace, so the name also carries the index's id: random, made
+    with the index, so two folders, two people, or two machines cloned from one image (the same
+    ``/etc/machine-id``, the same paths) never share a collection. An index made anew (its
+    folder deleted, a damaged manifest set aside) gets a new collection; the old one stays on
+    the server until someone deletes it."""
     space = space_name(settings)
-    if not settings.chroma_url:
-        return space
-    key = hashlib.sha1(f"{_machine_id()}\0{index_dir.resolve()}".encode()).hexdigest()[:12]
-    return f"{space}-i{key}"
+    return f"{space}-i{index_id}" if settings.chroma_url else space
+
+
+PRIVATE_FOLDER, PRIVATE_FILE = 0o700, 0o600
+"""The modes of an index's folders and files: the manifest holds every section's full text, so
+an index is as private as the notes it was built from, whatever the notes folder's own modes.
+What the process creates later (Chroma's segments, SQLite's WAL, the logs) gets them from the
+umask that the entry points set (``cli.run``: group and other bits off);
+:func:`make_private` fixes what an older release or a library caller left open."""
+OTHER_OWNER_ENV = "MDSEARCH_ALLOW_OTHER_OWNER"
+"""Set to 1 to read or write an index that another user owns (:func:`refuse_foreign`)."""
+_POSIX = os.name != "nt"  # Windows: modes are ACLs there; these rules are no-ops
+
+
+def make_private(index_dir: Path) -> None:
+    """Before a write open: create ``index_dir`` (and any missing parent, such as ``~/.cache``)
+    as 0700, and take the group and other bits off it, its files, its Chroma and ``damaged-*``
+    folders (no other folder of an ``--index-dir``) and the mdsearch cache folders above it
+    (never a folder of the person's own, such as the notes folder of an index kept inside it).
+    Said once, when others could reach them (the index folder or a cache folder was open; a file
+    a library caller's Chroma left 0644 inside a private folder was out of reach, and is fixed
+    quietly); the next open finds none. Nothing on Windows."""
+    missing = [p for p in (index_dir, *index_dir.parents) if not p.exists()]
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # (a process beside this one made it)
+            folder.mkdir(PRIVATE_FOLDER)
+    if not _POSIX:
+        return
+    cache = cache_root().resolve()
+    tops = [p for p in (cache, cache / "indexes") if p in index_dir.parents]
+    opened = sum(_private(p) for p in (*tops, index_dir))
+    inside = 0
+    for here, folders, names in os.walk(index_dir):
+        if here == str(index_dir):  # the folders mdsearch makes: an --index-dir may hold more
+            folders[:] = [f for f in folders if f == "chroma" or f.startswith(DAMAGED_PREFIX)]
+        inside += sum(_private(Path(here, n)) for n in (*folders, *names))
+    if opened:
+        log.warning(
+            "%d file(s) and folder(s) of the index in %s were readable by other users: made "
+            "them private (folders 0700, files 0600)", opened + inside, index_dir)
+
+
+def _private(path: Path) -> bool:
+    """Take the group and other bits off ``path`` (never through a link, never the owner's
+    own); whether they were there."""
+    with contextlib.suppress(OSError):
+        st = path.lstat()
+        if not path.is_symlink() and st.st_mode & 0o077:
+            path.chmod(st.st_mode & 0o700)
+            return True
+    return False
+
+
+def refuse_foreign(index_dir: Path) -> Path:
+    """``index_dir``, or :class:`ForeignIndexError` when it belongs to another user, unless
+    ``MDSEARCH_ALLOW_OTHER_OWNER=1``: reading it would show that user's notes to this one (and
+    writing it, as root, would leave files its owner cannot open). Not on Windows."""
+    if not _POSIX or os.environ.get(OTHER_OWNER_ENV) == "1":
+        return index_dir
+    try:
+        uid = index_dir.stat().st_uid
+    except OSError:  # nothing there yet: nothing of anyone's to read
+        return index_dir
+    if uid == os.geteuid():
+        return index_dir
+    import pwd  # (POSIX only: Windows has no such module)
+
+    try:
+        owner = f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        owner = f"uid {uid}"
+    raise ForeignIndexError(
+        f"the index in {index_dir} belongs to {owner}, not to you: it holds the text of their "
+        f"notes, so mdsearch does not open it. Index your own copy (or pass --index-dir to a "
+        f"folder of yours); if it is yours to read (a shared account, a copy you trust), set "
+        f"{OTHER_OWNER_ENV}=1")
 
 
 DAMAGED_PREFIX = "damaged-"
@@ -194,6 +264,7 @@ class ProcessLock:
 
 def index_lock(index_dir: Path) -> ProcessLock:
     """The writer lock of an index: whoever has it is the index's one holder."""
+    make_private(index_dir)
     return ProcessLock(index_dir / "holder.lock",
                        f"another mdsearch process holds the index in {index_dir}")
 

@@ -39,6 +39,7 @@ from mdsearch_ls.engine.index.manifest_schema import (
     _file_record,
     _like_escape,
     _put_meta,
+    add_ctime,
     drop_seal,
     seal,
     seal_kept,
@@ -133,6 +134,7 @@ class Manifest:
             conn.executescript(_RETIRED)  # what an older mdsearch kept and this one does not
             if conn.execute("SELECT 1 FROM meta WHERE key = 'lineage'").fetchone() is None:
                 _put_meta(conn, "lineage", secrets.token_hex(8))  # see vector_snapshot
+        add_ctime(conn)
         if self.get_meta("links") != LINKS_VERSION:
             with conn:
                 conn.execute("UPDATE files SET size = -1, content_hash = ''")
@@ -336,9 +338,9 @@ class Manifest:
                 f = u.file
                 conn.execute(
                     "INSERT INTO files (path, content_hash, mtime, size, title, aliases, "
-                    "chunk_ids, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "chunk_ids, indexed_at, ctime) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (f.path, f.content_hash, f.mtime, f.size, f.title,
-                     json.dumps(list(f.aliases)), json.dumps(list(f.chunk_ids)), now),
+                     json.dumps(list(f.aliases)), json.dumps(list(f.chunk_ids)), now, f.ctime),
                 )
                 conn.executemany(
                     "INSERT OR IGNORE INTO file_tags (path, tag) VALUES (?, ?)",
@@ -362,11 +364,12 @@ class Manifest:
                     )
             self._bump(conn)
 
-    def touch(self, path: str, mtime: float, size: int) -> None:
-        """Record a new mtime for a note whose content hash did not change."""
+    def touch(self, path: str, mtime: float, size: int, ctime: float) -> None:
+        """Record a new mtime and change stamp of a note whose content hash did not change."""
         conn = self._conn()
         with conn:
-            conn.execute("UPDATE files SET mtime = ?, size = ? WHERE path = ?", (mtime, size, path))
+            conn.execute("UPDATE files SET mtime = ?, size = ?, ctime = ? WHERE path = ?",
+                         (mtime, size, ctime, path))
             # mtimes feed the modified: filter, whose answers are cached per generation.
             self._bump(conn)
 
@@ -449,7 +452,7 @@ class Manifest:
 
     # ---- note records ------------------------------------------------------------------------
 
-    _FILE_COLS = "path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at"
+    _FILE_COLS = "path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at, ctime"
 
     def files(self) -> dict[str, FileRecord]:
         """Every note's record: for a caller that needs them all. The writer reads
@@ -489,10 +492,11 @@ class Manifest:
             (base + "/", base + "0"))]
 
     def file_stats(self) -> dict[str, tuple[float, int]]:
-        """``{path: (mtime, size)}`` of every indexed note: what a freshness check and a
-        scan's diff compare, without building a record (and reading the tags) of each note."""
-        return {path: (mtime, size) for path, mtime, size in
-                self._conn().execute("SELECT path, mtime, size FROM files")}
+        """``{path: (ctime, size)}`` of every indexed note (its change stamp: see
+        :attr:`FileRecord.ctime`): what a scan's diff compares, without building a record (and
+        reading the tags) of each note."""
+        return {path: (ctime, size) for path, ctime, size in
+                self._conn().execute("SELECT path, ctime, size FROM files")}
 
     def file(self, path: str) -> FileRecord | None:
         return self.files_of([path]).get(path)

@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS files (
     title TEXT NOT NULL,
     aliases TEXT NOT NULL,
     chunk_ids TEXT NOT NULL,
-    indexed_at REAL NOT NULL
+    indexed_at REAL NOT NULL,
+    ctime REAL NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS file_tags (
     path TEXT NOT NULL,
@@ -117,13 +118,23 @@ class ManifestEmptyError(sqlite3.DatabaseError):
     being created right now)."""
 
 
+def add_ctime(conn: sqlite3.Connection) -> None:
+    """Give a manifest made before ``ctime`` (the change stamp, added after the schema's
+    version 1) the column, filled with each note's mtime (a note last changed by writing it has
+    both times equal), so its notes are not all read again."""
+    if "ctime" not in {r[1] for r in conn.execute("PRAGMA table_info(files)")}:
+        with conn:
+            conn.execute("ALTER TABLE files ADD COLUMN ctime REAL NOT NULL DEFAULT 0")
+            conn.execute("UPDATE files SET ctime = mtime")
+
+
 def _file_record(row: Sequence[Any], tags: Iterable[str]) -> FileRecord:
     """A ``files`` row (columns as in ``Manifest._FILE_COLS``) and its tags as a record."""
-    path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at = row
+    path, content_hash, mtime, size, title, aliases, chunk_ids, indexed_at, ctime = row
     return FileRecord(
         path=path, content_hash=content_hash, mtime=mtime, size=size, title=title,
         aliases=tuple(json.loads(aliases)), tags=tuple(tags),
-        chunk_ids=tuple(json.loads(chunk_ids)), indexed_at=indexed_at,
+        chunk_ids=tuple(json.loads(chunk_ids)), indexed_at=indexed_at, ctime=ctime,
     )
 
 

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from pathspec import GitIgnoreSpec
 
+from mdsearch_ls.engine.locations import change_stamp
 from mdsearch_ls.engine.notes.decoding import (
     DEFAULT_MAX_FILE_BYTES,
     ReadResult,
@@ -58,8 +59,8 @@ class SourceFile:
     """Relative to the root with POSIX separators, so ids are stable across platforms."""
     size: int
     """Size in bytes at scan time (of the link target for a symlinked file)."""
-    mtime: float
-    """``st_mtime`` at scan time; a cheap hint before hashing, never the truth."""
+    mtime: float  # st_mtime: what the modified: filter reads
+    ctime: float = 0.0  # (locations.change_stamp): a hint of a change, before hashing
 
     @property
     def path(self) -> Path:
@@ -428,9 +429,9 @@ def scan(
             continue
         too_big = _oversize(rel, st.st_size, max_file_bytes, formats)
         if too_big:
-            skip(rel, st.st_mtime, st.st_size, too_big)
+            skip(rel, change_stamp(st), st.st_size, too_big)
             continue
-        found.append(SourceFile(where=path, rel=rel, size=st.st_size, mtime=st.st_mtime))
+        found.append(SourceFile(path, rel, st.st_size, st.st_mtime, change_stamp(st)))
     found.sort(key=lambda f: f.rel)
     return found
 
@@ -445,7 +446,7 @@ def stat_scan(
     formats: Sequence[str] = (),
     watch: WalkWatch | None = None,
 ) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[float, int]]]:
-    """``(notes, oversize)``: ``{rel: (mtime, size)}`` of what :func:`scan` would find and of
+    """``(notes, oversize)``: ``{rel: (change_stamp, size)}`` of what :func:`scan` would find and
     what it would skip for size, by the same walk and rules, without a record per file: all a
     freshness check compares with the manifest (a directory that cannot be listed is left out,
     as a scan reports it and indexes nothing of it). ``watch`` is told each folder it lists."""
@@ -463,7 +464,7 @@ def stat_scan(
         # every limit is at least max_file_bytes (a document's is a multiple of it)
         big = st.st_size > max_file_bytes and _oversize(rel, st.st_size, max_file_bytes,
                                                         formats)
-        (oversize if big else notes)[rel] = (st.st_mtime, st.st_size)
+        (oversize if big else notes)[rel] = (change_stamp(st), st.st_size)
     return notes, oversize
 
 

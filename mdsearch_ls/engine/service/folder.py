@@ -513,8 +513,8 @@ class IndexedFolder:
         """``(root-relative path, text)`` of one note, read the way the indexer reads it, or
         :class:`RequestError` (field ``path``) naming the rule that refuses it: front ends hand
         notes to people and assistants through this (see :mod:`.reading`)."""
-        return read_checked(self.root, self.note_path(path), path, name=self.name,
-                            accepts=self.accepts, max_file_bytes=self.settings.max_file_bytes,
+        return read_checked(self.root, self.note_path(path), path, accepts=self.accepts,
+                            max_file_bytes=self.settings.max_file_bytes,
                             formats=self.settings.include_formats)
 
     def status(self) -> dict[str, Any]:

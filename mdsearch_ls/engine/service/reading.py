@@ -21,7 +21,6 @@ def read_checked(
     rel: str | None,
     given: object,
     *,
-    name: str,
     accepts: Callable[[str], bool],
     max_file_bytes: int,
     formats: Sequence[str] = (),
@@ -29,9 +28,10 @@ def read_checked(
     """``(rel, text)`` of the note ``rel`` of ``root`` (``given`` is what the caller wrote, for
     the message), or :class:`RequestError` (field ``path``) saying which rule refused it: the
     path lies inside the folder (a symlink leading out is refused, as the indexer refuses it),
-    names a note the index would take (an ``exclude`` glob also keeps it from being read), and is
-    text under ``max_file_bytes``. A document of a format ``formats`` names is read as the
-    indexer reads it, converted to markdown: a hit's lines are lines of that text."""
+    names a note the index would take (an ``exclude`` glob also keeps it from being read, and
+    is answered as a note that does not exist), and is text under ``max_file_bytes``. A
+    document of a format ``formats`` names is read as the indexer reads it, converted to
+    markdown: a hit's lines are lines of that text."""
     if not rel:
         raise RequestError(f"{given} is not inside {root}", "path")
     full = root / rel
@@ -41,12 +41,10 @@ def read_checked(
     if not sources.is_note_name(rel, formats):
         extra = "".join(f", .{f}" for f in formats)
         raise RequestError(f"{rel} is not a markdown note (.md, .markdown{extra})", "path")
-    if not full.is_file():
+    if not full.is_file() or not accepts(rel):
+        # an excluded note (settings, .gitignore, a hidden folder) is answered as a missing
+        # one: whoever asks (an assistant, a team member) must not learn that it exists
         raise RequestError(f"{rel} does not exist in {root}", "path")
-    if not accepts(rel):
-        raise RequestError(
-            f"{rel} is excluded from the index of {name} (settings, .gitignore or a hidden "
-            f"folder), so it is not read either", "path")
     read = sources.read_source(full, rel, max_file_bytes=max_file_bytes, formats=formats)
     if read.text is None:
         raise RequestError(read.warning or f"{rel} cannot be read", "path")
