@@ -30,8 +30,9 @@ def edit_keeping_size_and_mtime(note: Path, old: str, new: str) -> None:
 def found(vault: Path, cache: Path, word: str, *more: str) -> list[str]:
     done = run_cli("search", word, "--root", str(vault), "--mode", "keyword", "--format",
                    "paths", *more, cache=cache, env=OFF)
-    assert done.returncode == 0, done.stderr
-    return [Path(line).name for line in done.stdout.splitlines()]
+    hits = [Path(line).name for line in done.stdout.splitlines()]
+    assert done.returncode == (0 if hits else 1), done.stderr  # 1: nothing found, as grep
+    return hits
 
 
 @pytest.fixture

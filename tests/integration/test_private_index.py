@@ -91,7 +91,7 @@ def test_mdsearch_creates_the_cache_and_the_index_private(base: Path, indexed: P
     done = mdsearch("search", QUERY, "--root", str(base / "vault"), home=base / "home")
     assert done.returncode == 0, done.stderr
     found = modes(base / "home/.cache")
-    assert any(p.endswith(".sqlite3") for p in found) and any("writer.lock" in p for p in found)
+    assert any(p.endswith(".sqlite3") for p in found) and any("holder.lock" in p for p in found)
     assert any("chroma" in p for p in found)
     open_to_others = {p: oct(m) for p, m in found.items()
                       if m != (0o700 if Path(p).is_dir() else 0o600)}

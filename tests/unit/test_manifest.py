@@ -330,22 +330,17 @@ def test_schema_mismatch_is_refused(tmp_path):
 
 
 def test_a_manifest_made_before_the_change_stamp_gets_it_from_its_mtimes(manifest):
-    """Readers of such a manifest compare its mtimes; its writer adds ``ctime``, each note's
-    mtime (a note last changed by writing it has both times equal)."""
+    """Its holder's open adds ``ctime``, each note's mtime (a note last changed by writing it
+    has both times equal), so no note is read again for want of it."""
     manifest.apply([make_update("a.md", ["apple"], mtime=1000.0)])
     path = manifest.path
     manifest.close()
     with sqlite3.connect(path) as conn:  # as a release before the stamp left it
         conn.execute("ALTER TABLE files DROP COLUMN ctime")
     conn.close()
-    reader = Manifest(path, read_only=True)
-    try:
-        assert reader.file_stats() == {"a.md": (1000.0, reader.file("a.md").size)}
-        assert reader.file("a.md").ctime == 1000.0
-    finally:
-        reader.close()
     writer = Manifest(path)
     try:
+        assert writer.file_stats() == {"a.md": (1000.0, writer.file("a.md").size)}
         assert writer.file("a.md").ctime == 1000.0
         writer.touch("a.md", 1000.0, 5, 1234.5)
         assert writer.file_stats() == {"a.md": (1234.5, 5)}
