@@ -14,11 +14,10 @@ from mdsearch_ls.engine.notes.chunking import (
     Chunk,
     ParsedNote,
     normalize_obsidian,
-    outline,
     parse_note,
     section_at_line,
 )
-from mdsearch_ls.engine.notes.outline import Heading
+from mdsearch_ls.engine.notes.outline import Heading, outline
 
 # The CommonMark spec's heading examples (CC-BY-SA 4.0, see the license file beside it).
 CM_TABLE = Path(__file__).parents[1] / "fixtures" / "commonmark-headings.jsonl"
@@ -67,9 +66,9 @@ def test_outline_ranges_and_setext() -> None:
     md = "# A\ntext\n\nB\n---\nmore\n\n# C\n\n"
     hs = outline(md)
     assert hs == (
-        Heading("A", 1, 0, 6, 0),
-        Heading("B", 2, 3, 6, 4),
-        Heading("C", 1, 7, 9, 7),
+        Heading("A", 1, 0, 6, 0, 1, ("A",), None),
+        Heading("B", 2, 3, 6, 4, 5, ("A", "B"), 0),
+        Heading("C", 1, 7, 9, 7, 7, ("C",), None),
     )
 
 
@@ -129,7 +128,7 @@ def test_mixed_line_endings_count_like_an_editor() -> None:
 
 def test_bom_is_stripped() -> None:
     n = note("\ufeff# Title\nbody\n")
-    assert n.headings[0] == Heading("Title", 1, 0, 2, 0)
+    assert n.headings[0] == Heading("Title", 1, 0, 2, 0, 1, ("Title",), None)
     assert n.chunks[0].text.startswith("# Title")
 
 
