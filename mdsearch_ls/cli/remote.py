@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
@@ -91,15 +91,15 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def make_hit(path: str, title: str, breadcrumb: str, start_line: int, end_line: int,
-             score: float | None, keyword_rank: int | None, snippet: str, chunk_id: str,
+             score: float | None, keyword_rank: int | None, text: str, chunk_id: str,
              explain: dict[str, Any] | None = None) -> Any:
-    """A hit as a local search makes it (the engine's own ``Hit``: its JSON, page and format
-    are a local hit's by construction), from the fields a server sent."""
+    """A hit as a local search makes it (the engine's own ``Hit``: its JSON, page, format and
+    snippet are a local hit's by construction), from the fields a server sent."""
     from mdsearch_ls.engine.api import Hit
 
     return Hit(path=path, title=title, breadcrumb=breadcrumb, start_line=start_line,
-               end_line=end_line, score=score, snippet=snippet, chunk_id=chunk_id,
-               keyword_rank=keyword_rank, explain=dict(explain or {}))
+               end_line=end_line, score=score, chunk_id=chunk_id,
+               keyword_rank=keyword_rank, explain=dict(explain or {}), text=text)
 
 
 # Plain classes, not dataclasses: each dataclass costs ~0.5 ms to define, in a process that a
@@ -140,24 +140,6 @@ class _RemoteRoot:
         return self.url
 
 
-class RemoteView:
-    """The part of a workspace the printer uses: the root and each hit's section text (a
-    server's URL, or the folder itself when a local server answered)."""
-
-    def __init__(self, root: str | Path) -> None:
-        self.root: Any = root if isinstance(root, Path) else _RemoteRoot(root)
-        self.texts: dict[str, str] = {}
-        self.plains: dict[str, str] = {}
-        """Sections as plain text, rendered by a server that sends them (snippets are cut
-        from these without a markdown parser)."""
-
-    def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
-        return {i: self.texts[i] for i in ids if i in self.texts}
-
-    def plain_texts(self, ids: Iterable[str]) -> dict[str, str]:
-        return {i: self.plains[i] for i in ids if i in self.plains}
-
-
 _SETEXT = re.compile(r"[ \t]{0,3}(=+|-+)[ \t]*")
 
 
@@ -168,7 +150,7 @@ def _starts_with_heading(text: str) -> bool:
         len(lines) > 1 and bool(lines[0].strip()) and _SETEXT.fullmatch(lines[1]) is not None)
 
 
-def _result(view: RemoteView, structured: dict[str, Any], texts: Sequence[str]) -> RemoteResult:
+def _result(structured: dict[str, Any], texts: Sequence[str]) -> RemoteResult:
     hits = []
     for n, (r, text) in enumerate(zip(structured.get("results") or [], texts, strict=True)):
         crumb = str(r.get("heading_path") or "")
@@ -177,12 +159,12 @@ def _result(view: RemoteView, structured: dict[str, Any], texts: Sequence[str]) 
         # shows the heading when the section has no text): the same input a local search gives.
         title = str(r.get("title") or crumb.rsplit(" > ", 1)[-1])
         heading = _starts_with_heading(text)  # read_section's text keeps its heading
-        view.texts[key] = text if heading or not title else f"# {title}\n{text}"
+        section = text if heading or not title else f"# {title}\n{text}"
         hits.append(make_hit(
             path=str(r["path"]), title=title, start_line=int(r["start_line"]) - 1,
             end_line=int(r["end_line"]) - 1, breadcrumb=crumb,
             score=None if r.get("score") is None else float(r["score"]),
-            keyword_rank=r.get("keyword_rank"), snippet=text, chunk_id=key))
+            keyword_rank=r.get("keyword_rank"), text=section, chunk_id=key))
     return RemoteResult(hits, tuple(structured.get("notes") or ()),
                         RemoteIndex(dict(structured.get("index") or {})))
 
@@ -290,8 +272,7 @@ def run(args: argparse.Namespace, queries: list[Any]) -> int:
         answers = asyncio.run(_session_run(url, token, jobs))
     except Exception as exc:  # every way a network call fails ends in one message
         raise RemoteError(_explain_failure(url, exc)) from None
-    view = RemoteView(url)
-    printer = _Printer(args, view, args.mode or "hybrid")
+    printer = _Printer(args, _RemoteRoot(url), args.mode or "hybrid")
     by_query = dict(zip(map(id, [q for q in queries if q.error is None]), answers, strict=True))
 
     def search(q: Any) -> RemoteResult:
@@ -299,6 +280,6 @@ def run(args: argparse.Namespace, queries: list[Any]) -> int:
         if structured is None:
             raise QueryFailed(str(error))
         printer.mode = str(structured.get("mode") or printer.mode)
-        return _result(view, structured, texts)  # its notes say how complete the index is
+        return _result(structured, texts)  # its notes say how complete the index is
 
     return print_queries(args, printer, queries, search)[0]

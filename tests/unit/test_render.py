@@ -6,15 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from mdsearch_ls.engine.search.preview import (
-    ELLIPSIS,
-    Snippet,
-    match_spans,
-    plain_text,
-    query_terms,
-    snippet,
-    wrap,
-)
+from mdsearch_ls.engine.search.highlight import ELLIPSIS, Snippet, match_spans, query_terms, wrap
+from mdsearch_ls.engine.search.preview import plain_text, snippet
 
 SECTION = """## Rotating the keys
 

@@ -1,9 +1,11 @@
-"""Markdown sections as short plain text for people: terminal snippets, hovers, result details.
+"""Markdown sections as short plain text for people: a hit's snippet, terminal snippets, hovers,
+result details.
 
 A hit's section is markdown (``**bold**``, fenced code, tables, Obsidian wikilinks and
 ``%%comments%%``); shown raw in a one- or two-line preview it reads as noise, and cut at a fixed
-character count it ends mid-word. These functions are pure (text in, text out) so every front end
-renders the same way:
+character count it ends mid-word. These functions are pure (text in, text out) and the only
+snippet maker (``Hit.snippet`` is :func:`snippet`'s), so every front end shows the same plain
+text:
 
 * :func:`plain_text`: the section as one line of reading text (markup gone, each code block as
   its first line, the heading left out since front ends show it separately);
@@ -16,8 +18,8 @@ renders the same way:
   carried along.
 
 Only :func:`plain_text` (and so :func:`snippet`) needs markdown-it; the rest lives in
-:mod:`mdsearch_ls.engine.search.highlight`, re-exported here, so a process that marks words or
-cuts plain text never imports the parser.
+:mod:`mdsearch_ls.engine.search.highlight`, so a process that marks words or cuts plain text never
+imports the parser.
 """
 
 from __future__ import annotations
@@ -28,24 +30,9 @@ from collections.abc import Sequence
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from mdsearch_ls.engine.search.highlight import (
-    ELLIPSIS,
-    Snippet,
-    match_spans,
-    query_terms,
-    window,
-    wrap,
-)
+from mdsearch_ls.engine.search.highlight import Snippet, window
 
-__all__ = [
-    "ELLIPSIS",
-    "Snippet",
-    "match_spans",
-    "plain_text",
-    "query_terms",
-    "snippet",
-    "wrap",
-]
+__all__ = ["plain_text", "snippet"]
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
@@ -218,17 +205,10 @@ def snippet(markdown: str, terms: Sequence[str] = (), limit: int = 200, *,
     """At most ``limit`` characters of a section as plain text, with the query's words marked.
 
     The window starts at the beginning of the section unless a later part holds more of the
-    query's words; a cut (either end) falls between words and shows an ellipsis.
+    query's words; a cut (either end) falls between words and shows an ellipsis. A section that
+    is a heading alone shows its heading.
     """
-    return window(snippet_text(markdown, drop_heading=drop_heading), terms, limit)
-
-
-def snippet_text(markdown: str, *, drop_heading: bool = True) -> str:
-    """The plain text a :func:`snippet` is cut from (the heading kept when it is all there is):
-    what a server sends, so a client cuts snippets without a markdown parser."""
     text = plain_text(markdown, drop_heading=drop_heading)
     if not text and drop_heading:
         text = plain_text(markdown, drop_heading=False)
-    return text
-
-
+    return window(text, terms, limit)

@@ -25,7 +25,6 @@ from mdsearch_ls.engine.search.legs import QueryVector, keyword_leg
 from mdsearch_ls.engine.search.note_lookups import NoteLookups
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
 from mdsearch_ls.engine.search.ranking import Candidate, RankingParams, boilerplate_weight
-from mdsearch_ls.engine.search.snippets import make_snippet
 
 if TYPE_CHECKING:
     import numpy as np
@@ -437,7 +436,6 @@ class Searcher:
                 Hit(
                     **ch.location_fields(),
                     score=None if c.cosine is None else float(c.cosine),
-                    snippet=make_snippet(ch.text),
                     text=ch.text,
                     chunk_id=ch.id,
                     semantic_rank=c.semantic_rank,
