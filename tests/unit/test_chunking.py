@@ -366,6 +366,7 @@ def test_list_items_are_block_boundaries() -> None:
         ("`x ==y==` and ==z==", "`x ==y==` and z"),
         ("A paragraph. ^intro-2\nnext line", "A paragraph.\nnext line"),
         ("- item ^li1", "- item"),
+        ("> a quote\n\n^quote-1\n\nnext", "> a quote\n\n\n\nnext"),
         ("see `[[raw]]` and [[cooked]]", "see `[[raw]]` and cooked"),
         ("``a ` [[b]]`` [[c]]", "``a ` [[b]]`` c"),
         # A stray backtick in one paragraph does not pair with the next paragraph's code span.
@@ -389,7 +390,7 @@ def test_obsidian_in_chunks_display_text_is_raw_but_comments_are_hidden() -> Non
     assert len(c.text) == len(md.rstrip("\n"))  # blanked in place: offsets do not move
     assert c.embed_text == "stem\nH\n\nSee other and Third Part pic"
     assert "secret" not in c.keyword_text
-    assert n.meta.links == ("Other Note", "Third", "pic.png")
+    assert [link.target for link in n.links] == ["Other Note", "Third", "pic.png"]
 
 
 def test_a_comment_between_two_stray_backticks_stays_hidden() -> None:
@@ -436,7 +437,7 @@ def test_inline_tags() -> None:
     )
     n = note(md)
     assert n.meta.tags == ("alpha", "beta/child", "with-dash", "under_score", "listtag", "quotetag")
-    assert n.meta.links == ("N",)
+    assert [link.target for link in n.links] == ["N"]
 
 
 def test_frontmatter_and_inline_tags_merge_in_first_seen_order() -> None:

@@ -59,6 +59,7 @@ def test_comments_callouts_and_tables() -> None:
 def test_percent_signs_inside_code_are_code() -> None:
     md = "# T\n\n```\nprintf %%d\n```\n\nUse %% carefully %% here."
     assert plain_text(md) == "printf %%d · Use here."
+    assert plain_text("Run `date +%%Y` %%not this%% now.") == "Run date +%%Y now."
 
 
 def test_a_heading_alone_is_still_shown() -> None:

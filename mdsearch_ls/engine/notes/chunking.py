@@ -44,7 +44,6 @@ class NoteMeta:
     title: str
     tags: tuple[str, ...]
     aliases: tuple[str, ...]
-    links: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -147,12 +146,11 @@ def parse_note(
         note_title = fallback_title
     fm_tags = as_list(fm.get("tags", fm.get("tag")), split_spaces=True)
     aliases = as_list(fm.get("aliases", fm.get("alias")), split_spaces=False)
-    inline_tags, links = obsidian.tags_and_links(doc.tokens, doc.env)
+    inline_tags = obsidian.inline_tags(doc.tokens, doc.env)
     meta = NoteMeta(
         title=note_title,
         tags=_dedupe([obsidian.normalise_tag(t) for t in fm_tags] + inline_tags),
         aliases=_dedupe(aliases),
-        links=_dedupe(links),
     )
 
     heads = headings(doc)
