@@ -54,7 +54,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "LinkTarget": ("mdsearch_ls.engine.writing.aids", "LinkTarget"),
     "LinkedRelated": ("mdsearch_ls.engine.writing.aids", "LinkedRelated"),
     "MARKDOWN_SUFFIXES": ("mdsearch_ls.engine.notes.files", "MARKDOWN_SUFFIXES"),
-    "MAX_LIMIT": ("mdsearch_ls.engine.search.requests", "MAX_LIMIT"),
+    "MAX_LIMIT": ("mdsearch_ls.config", "MAX_LIMIT"),
     "MdsearchError": ("mdsearch_ls.engine.errors", "MdsearchError"),
     "Mention": ("mdsearch_ls.engine.writing.mentions", "Mention"),
     "ModelLoadError": ("mdsearch_ls.engine.embedding", "ModelLoadError"),

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import VectorServerError
 from mdsearch_ls.engine.locations import FileRecord, Location
 
@@ -164,7 +165,7 @@ class ChromaStore:
         path: Path | None,
         collection: str,
         *,
-        batch_size: int = 1000,
+        batch_size: int = Settings.batch_size,
         url: str | None = None,
         space: str | None = None,
         label: str = "",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.locations import Location
 from mdsearch_ls.engine.notes import links as link_syntax
 from mdsearch_ls.engine.notes import obsidian, splitting
@@ -124,8 +125,8 @@ def parse_note(
     *,
     fallback_title: str,
     path: str = "",
-    chunk_size: int = 1000,
-    chunk_overlap: int = 200,
+    chunk_size: int = Settings.chunk_size,
+    chunk_overlap: int = Settings.chunk_overlap,
 ) -> ParsedNote:
     """Parse one note into metadata, outline, sections and chunks in a single pass.
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
+from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.notes import ignore_rules
 from mdsearch_ls.engine.notes.decoding import (
-    DEFAULT_MAX_FILE_BYTES,
     ReadResult,
     _oversize_warning,
     looks_binary,
@@ -394,7 +394,7 @@ def scan(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     index_dir: Path | None = None,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_file_bytes: int = Settings.max_file_bytes,
     warn: Callable[[str], None] | None = None,
     skipped: SkipFn | None = None,
     formats: Sequence[str] = (),
@@ -440,7 +440,7 @@ def stat_scan(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     index_dir: Path | None = None,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_file_bytes: int = Settings.max_file_bytes,
     formats: Sequence[str] = (),
     watch: WalkWatch | None = None,
 ) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[float, int]]]:

@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from mdsearch_ls.config import FUSIONS, MODES
+from mdsearch_ls.config import FUSIONS, MODES, Settings
 from mdsearch_ls.engine.search import keyword, phrases, ranking
 from mdsearch_ls.engine.search.hits import Hit, SearchResult
 from mdsearch_ls.engine.search.legs import QueryVector, keyword_leg
@@ -68,7 +68,7 @@ class Searcher:
         store: ChromaStore | None,
         embedder: Any,
         *,
-        per_file: int = 2,
+        per_file: int = Settings.per_file,
         cache_size: int = 256,
         params: RankingParams | None = None,
     ) -> None:
