@@ -28,6 +28,8 @@ BACKENDS = ("onnx", "onnx-int8", "torch")
 LINK_STYLES = ("wikilink", "markdown")
 RELATED_DISPLAYS = ("codeLens", "inlayHint", "off")
 DOCUMENT_FORMATS = ("pdf", "docx", "html", "ipynb", "org")
+MAX_LIMIT = 500
+"""Most hits one request may ask for (``max_results``, a search's or related list's ``k``)."""
 """Formats ``include_formats`` may name: read through converters (engine/notes/formats.py)."""
 
 Applies = Literal["index", "search", "server"]
@@ -216,7 +218,7 @@ class Settings:
         "sentence loses its context.",
         client="chunkOverlap", applies="index", cli=True)
     max_results: int = setting(
-        20, _int(1, 500), "Most hits a search (and workspace/symbol) returns.",
+        20, _int(1, MAX_LIMIT), "Most hits a search (and workspace/symbol) returns.",
         client="maxResults", applies="search")
     mode: str = setting(
         "hybrid", _choice(MODES), "hybrid (meaning and exact words, fused), semantic or keyword.",

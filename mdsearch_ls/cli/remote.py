@@ -97,12 +97,11 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def make_hit(path: str, title: str, breadcrumb: str, start_line: int, end_line: int,
-             score: float | None, keyword_rank: int | None, snippet: str, chunk_id: str,
-             text: str) -> Hit:
-    """A hit as a local search makes it (the engine's own ``Hit``: its JSON, page and format
-    are a local hit's by construction), from the fields a server sent."""
+             score: float | None, keyword_rank: int | None, chunk_id: str, text: str) -> Hit:
+    """A hit as a local search makes it (the engine's own ``Hit``: its JSON, page, format and
+    snippet are a local hit's by construction), from the fields a server sent."""
     return Hit(path=path, title=title, breadcrumb=breadcrumb, start_line=start_line,
-               end_line=end_line, score=score, snippet=snippet, chunk_id=chunk_id,
+               end_line=end_line, score=score, chunk_id=chunk_id,
                keyword_rank=keyword_rank, text=text)
 
 
@@ -164,7 +163,7 @@ def _result(structured: dict[str, Any], texts: Sequence[str]) -> RemoteResult:
             path=str(r["path"]), title=title, start_line=int(r["start_line"]) - 1,
             end_line=int(r["end_line"]) - 1, breadcrumb=crumb,
             score=None if r.get("score") is None else float(r["score"]),
-            keyword_rank=r.get("keyword_rank"), snippet=text,
+            keyword_rank=r.get("keyword_rank"),
             chunk_id=f"{n}:{r['path']}:{r['start_line']}",
             text=text if heading or not title else f"# {title}\n{text}"))
     return RemoteResult(hits, tuple(structured.get("notes") or ()),

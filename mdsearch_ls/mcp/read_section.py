@@ -4,43 +4,22 @@ heading paths of its siblings so an assistant can move around a note without rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.mcp.answers import Answer, ToolInputError, lines_of, norm
 from mdsearch_ls.mcp.roots import Library
 from mdsearch_ls.mcp.tokens import counter
 
-
-@dataclass
-class _Heading:
-    path: tuple[str, ...]
-    level: int
-    start: int  # 0-based
-    end: int  # 0-based, inclusive, subsections included
-    parent: int | None
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.api import Heading
 
 
-def _headings(text: str) -> list[_Heading]:
-    from mdsearch_ls.engine.api import outline
-
-    out: list[_Heading] = []
-    stack: list[int] = []
-    for h in outline(text):
-        while stack and out[stack[-1]].level >= h.level:
-            stack.pop()
-        parent = stack[-1] if stack else None
-        base = out[parent].path if parent is not None else ()
-        out.append(_Heading((*base, h.title), h.level, h.line, h.end_line, parent))
-        stack.append(len(out) - 1)
-    return out
-
-
-def _crumb(h: _Heading) -> str:
+def _crumb(h: Heading) -> str:
     return " > ".join(h.path)
 
 
-def _find_heading(heads: list[_Heading], wanted: str) -> tuple[_Heading, list[_Heading]]:
+def _find_heading(heads: tuple[Heading, ...], wanted: str
+                  ) -> tuple[Heading, list[Heading]]:
     parts = [norm(p) for p in wanted.split(">") if p.strip()]
     if not parts:
         raise ToolInputError("'heading' is empty")
@@ -53,11 +32,6 @@ def _find_heading(heads: list[_Heading], wanted: str) -> tuple[_Heading, list[_H
     return matches[0], matches[1:]
 
 
-def _deepest(heads: list[_Heading], line0: int) -> _Heading | None:
-    inside = [h for h in heads if h.start <= line0 <= h.end]
-    return max(inside, key=lambda h: h.level) if inside else None
-
-
 def read(
     lib: Library,
     path: Any,
@@ -67,31 +41,38 @@ def read(
     budget: int,
 ) -> Answer:
     """The answer of ``read_section`` for arguments already checked (1-based lines)."""
+    from mdsearch_ls.engine.api import heading_at, outline
+
     loc, text = lib.read(path)
     lines = lines_of(text)
     n = len(lines)
     if lines and lines[-1] == "" and n > 1:
         n -= 1  # the newline at the end of the file is not a line of its own
-    heads = _headings(text)
+    heads = outline(text)
+
+    def heading_over(line0: int) -> Heading | None:
+        at = heading_at(heads, line0)
+        return heads[at] if at >= 0 else None
+
     notes: list[str] = []
-    section: _Heading | None = None
+    section: Heading | None = None
     if heading is not None:
         section, others = _find_heading(heads, heading)
-        a, b = section.start, section.end
+        a, b = section.line, section.end_line
         if others:
             notes.append("Also matching: " + "; ".join(
-                f"{_crumb(h)} (line {h.start + 1})" for h in others[:5]))
+                f"{_crumb(h)} (line {h.line + 1})" for h in others[:5]))
     elif start1 is not None or end1 is not None:
         if (start1 or 1) > n:
             raise ToolInputError(f"'start_line' {start1} is past the end of the note ({n} lines)")
         if start1 is not None:
             a = start1 - 1
-            section = _deepest(heads, a)
-            b = end1 - 1 if end1 is not None else (section.end if section else n - 1)
+            section = heading_over(a)
+            b = end1 - 1 if end1 is not None else (section.end_line if section else n - 1)
         else:
             b = (end1 or 1) - 1
-            section = _deepest(heads, min(b, n - 1))
-            a = section.start if section else 0
+            section = heading_over(min(b, n - 1))
+            a = section.line if section else 0
         b = min(b, n - 1)
     else:
         a, b = 0, n - 1
@@ -109,7 +90,7 @@ def read(
     else:
         siblings = [h for h in heads if h.parent is None]
         sib_label = "Sections"
-    sib = [{"heading_path": _crumb(h), "start_line": h.start + 1, "end_line": h.end + 1}
+    sib = [{"heading_path": _crumb(h), "start_line": h.line + 1, "end_line": h.end_line + 1}
            for h in siblings]
     count = counter().count
 

@@ -14,11 +14,10 @@ from mdsearch_ls.engine.notes.chunking import (
     Chunk,
     ParsedNote,
     normalize_obsidian,
-    outline,
     parse_note,
     section_at_line,
 )
-from mdsearch_ls.engine.notes.outline import Heading
+from mdsearch_ls.engine.notes.outline import Heading, outline
 
 # The CommonMark spec's heading examples (CC-BY-SA 4.0, see the license file beside it).
 CM_TABLE = Path(__file__).parents[1] / "fixtures" / "commonmark-headings.jsonl"
@@ -67,9 +66,9 @@ def test_outline_ranges_and_setext() -> None:
     md = "# A\ntext\n\nB\n---\nmore\n\n# C\n\n"
     hs = outline(md)
     assert hs == (
-        Heading("A", 1, 0, 6, 0),
-        Heading("B", 2, 3, 6, 4),
-        Heading("C", 1, 7, 9, 7),
+        Heading("A", 1, 0, 6, 0, 1, ("A",), None),
+        Heading("B", 2, 3, 6, 4, 5, ("A", "B"), 0),
+        Heading("C", 1, 7, 9, 7, 7, ("C",), None),
     )
 
 
@@ -129,7 +128,7 @@ def test_mixed_line_endings_count_like_an_editor() -> None:
 
 def test_bom_is_stripped() -> None:
     n = note("\ufeff# Title\nbody\n")
-    assert n.headings[0] == Heading("Title", 1, 0, 2, 0)
+    assert n.headings[0] == Heading("Title", 1, 0, 2, 0, 1, ("Title",), None)
     assert n.chunks[0].text.startswith("# Title")
 
 
@@ -367,6 +366,7 @@ def test_list_items_are_block_boundaries() -> None:
         ("`x ==y==` and ==z==", "`x ==y==` and z"),
         ("A paragraph. ^intro-2\nnext line", "A paragraph.\nnext line"),
         ("- item ^li1", "- item"),
+        ("> a quote\n\n^quote-1\n\nnext", "> a quote\n\n\n\nnext"),
         ("see `[[raw]]` and [[cooked]]", "see `[[raw]]` and cooked"),
         ("``a ` [[b]]`` [[c]]", "``a ` [[b]]`` c"),
         # A stray backtick in one paragraph does not pair with the next paragraph's code span.
@@ -390,7 +390,7 @@ def test_obsidian_in_chunks_display_text_is_raw_but_comments_are_hidden() -> Non
     assert len(c.text) == len(md.rstrip("\n"))  # blanked in place: offsets do not move
     assert c.embed_text == "stem\nH\n\nSee other and Third Part pic"
     assert "secret" not in c.keyword_text
-    assert n.meta.links == ("Other Note", "Third", "pic.png")
+    assert [link.target for link in n.links] == ["Other Note", "Third", "pic.png"]
 
 
 def test_a_comment_between_two_stray_backticks_stays_hidden() -> None:
@@ -437,7 +437,7 @@ def test_inline_tags() -> None:
     )
     n = note(md)
     assert n.meta.tags == ("alpha", "beta/child", "with-dash", "under_score", "listtag", "quotetag")
-    assert n.meta.links == ("N",)
+    assert [link.target for link in n.links] == ["N"]
 
 
 def test_frontmatter_and_inline_tags_merge_in_first_seen_order() -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.index.layout import space_name
 from mdsearch_ls.engine.notes import cjk
+from mdsearch_ls.engine.search.highlight import match_spans, query_terms
 from mdsearch_ls.engine.search.keyword import build_match
-from mdsearch_ls.engine.search.preview import match_spans, query_terms
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import FakeEmbedder, write_note
 

@@ -117,7 +117,7 @@ def test_related_markdown_links_point_at_the_section_line(tmp_path) -> None:
     from mdsearch_ls.engine.api import Hit
 
     hit = Hit(path="a b/(c).md", title="T", breadcrumb="T > U", start_line=9, end_line=12,
-              score=0.5, snippet="s")
+              score=0.5, text="s")
     value = related_markdown(tmp_path, [hit])
     html = render(value)
     href = html.split('href="')[1].split('"')[0]

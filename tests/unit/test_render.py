@@ -6,15 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from mdsearch_ls.engine.search.preview import (
-    ELLIPSIS,
-    Snippet,
-    match_spans,
-    plain_text,
-    query_terms,
-    snippet,
-    wrap,
-)
+from mdsearch_ls.engine.search.highlight import ELLIPSIS, Snippet, match_spans, query_terms, wrap
+from mdsearch_ls.engine.search.preview import plain_text, snippet
 
 SECTION = """## Rotating the keys
 
@@ -66,6 +59,7 @@ def test_comments_callouts_and_tables() -> None:
 def test_percent_signs_inside_code_are_code() -> None:
     md = "# T\n\n```\nprintf %%d\n```\n\nUse %% carefully %% here."
     assert plain_text(md) == "printf %%d · Use here."
+    assert plain_text("Run `date +%%Y` %%not this%% now.") == "Run date +%%Y now."
 
 
 def test_a_heading_alone_is_still_shown() -> None:

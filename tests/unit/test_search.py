@@ -21,7 +21,6 @@ from mdsearch_ls.engine.search.query import (
     structured_filters,
 )
 from mdsearch_ls.engine.search.ranking import RankingParams, boilerplate_weight
-from mdsearch_ls.engine.search.snippets import make_snippet
 
 
 def ts(day: str) -> float:
@@ -42,12 +41,21 @@ def test_a_structured_phrase_filters_and_ranks(tmp_path, write, make_workspace, 
     ]
 
 
-def test_boilerplate_weight_and_snippet():
+def test_boilerplate_weight():
     assert boilerplate_weight(1) == boilerplate_weight(2) == 1.0
     assert 0 < boilerplate_weight(5) < boilerplate_weight(3) < 1.0
-    assert make_snippet("## Heading\n\n- one\n- two") == "one two"
-    long = make_snippet("# H\n\n" + "word " * 100, limit=50)
-    assert len(long) <= 51 and long.endswith("…")
+
+
+def test_a_hits_snippet_is_the_text_a_reader_sees(tmp_path, write, make_workspace, fake_embedder):
+    """Markup gone, a wikilink read as its alias, a code block as its first line: a ``#``
+    comment there is code, not a heading marker to strip."""
+    root = tmp_path / "notes"
+    write(root, "s.md", "# Shell\n\nRun **this** with [[Tools|the tools]]:\n\n"
+                        "```sh\n# list the files\nls -la\n```\n")
+    ws = make_workspace(root, fake_embedder)
+    ws.index()
+    (hit,) = ws.hits("list the files", 5)
+    assert hit.snippet == "Run this with the tools: # list the files"
 
 
 # ---- searching a real (small) index -----------------------------------------------------------

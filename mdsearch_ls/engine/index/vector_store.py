@@ -23,6 +23,7 @@ import numpy as np
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings as ChromaSettings
 
+from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import VectorServerError
 from mdsearch_ls.engine.index import chroma_server
 from mdsearch_ls.engine.locations import FileRecord, Location
@@ -82,7 +83,7 @@ class ChromaStore:
         path: Path | None,
         collection: str,
         *,
-        batch_size: int = 1000,
+        batch_size: int = Settings.batch_size,
         url: str | None = None,
         space: str | None = None,
         label: str = "",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.locations import Location
 from mdsearch_ls.engine.notes import links as link_syntax
 from mdsearch_ls.engine.notes import obsidian, splitting
@@ -20,11 +21,10 @@ from mdsearch_ls.engine.notes.outline import (
     Heading,
     as_list,
     front_matter,
+    heading_at,
     headings,
-    outline,
     parse_doc,
-    raw_headings,
-    section_spans,
+    preamble,
 )
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "ParsedNote",
     "Section",
     "normalize_obsidian",
-    "outline",
     "parse_note",
     "section_at_line",
 ]
@@ -46,7 +45,6 @@ class NoteMeta:
     title: str
     tags: tuple[str, ...]
     aliases: tuple[str, ...]
-    links: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -127,8 +125,8 @@ def parse_note(
     *,
     fallback_title: str,
     path: str = "",
-    chunk_size: int = 1000,
-    chunk_overlap: int = 200,
+    chunk_size: int = Settings.chunk_size,
+    chunk_overlap: int = Settings.chunk_overlap,
 ) -> ParsedNote:
     """Parse one note into metadata, outline, sections and chunks in a single pass.
 
@@ -149,16 +147,16 @@ def parse_note(
         note_title = fallback_title
     fm_tags = as_list(fm.get("tags", fm.get("tag")), split_spaces=True)
     aliases = as_list(fm.get("aliases", fm.get("alias")), split_spaces=False)
-    inline_tags, links = obsidian.tags_and_links(doc.tokens, doc.env)
+    inline_tags = obsidian.inline_tags(doc.tokens, doc.env)
     meta = NoteMeta(
         title=note_title,
         tags=_dedupe([obsidian.normalise_tag(t) for t in fm_tags] + inline_tags),
         aliases=_dedupe(aliases),
-        links=_dedupe(links),
     )
 
-    raw = raw_headings(doc)
-    spans = section_spans(doc, raw, note_title)
+    heads = headings(doc)
+    first = preamble(doc, heads, note_title)
+    spans = (first, *heads) if first else heads
 
     dtext, starts, lines = doc.text, doc.starts, doc.lines
     # What a snippet or a hover shows: the lines as written (wikilinks, markup), except that a
@@ -173,26 +171,26 @@ def parse_note(
         return bisect.bisect_right(starts, offset) - 1
 
     for idx, sp in enumerate(spans):
-        sec_a = starts[sp.start_line]
-        sec_b = starts[sp.end_line] + len(lines[sp.end_line])
+        sec_a = starts[sp.line]
+        sec_b = starts[sp.section_end_line] + len(lines[sp.section_end_line])
         sections.append(
             Section(
-                sp.title, sp.level, sp.breadcrumb, sp.start_line, sp.end_line, shown[sec_a:sec_b]
+                sp.title, sp.level, sp.path, sp.line, sp.section_end_line, shown[sec_a:sec_b]
             )
         )
-        crumb = " > ".join(sp.breadcrumb)
+        crumb = " > ".join(sp.path)
         head_line = (
             crumb
-            if sp.breadcrumb and sp.breadcrumb[0].casefold() == same_title
+            if sp.path and sp.path[0].casefold() == same_title
             else f"{note_title}\n{crumb}"
         )
-        if sp.heading_end_line >= sp.start_line:
-            head_end = starts[sp.heading_end_line] + len(lines[sp.heading_end_line])
+        if sp.selection_end_line >= sp.line:
+            head_end = starts[sp.selection_end_line] + len(lines[sp.selection_end_line])
             body_a = min(head_end + 1, sec_b)
         else:
             head_end = None
             body_a = sec_a
-        paras = splitting.boundaries(doc, blocks, sp.heading_end_line + 1, sp.end_line)
+        paras = splitting.boundaries(doc, blocks, sp.selection_end_line + 1, sp.section_end_line)
         windows = splitting.split(dtext, body_a, sec_b, chunk_size, chunk_overlap, paras)
         if not windows:
             windows = [(body_a, body_a)]
@@ -201,11 +199,11 @@ def parse_note(
                 continue
             if k == 0 and head_end is not None:
                 shown_a = sec_a
-                start_line = sp.start_line
+                start_line = sp.line
             else:
                 shown_a = a
                 start_line = line_of(a)
-            end_line = max(line_of(b - 1) if b > a else sp.heading_end_line, start_line)
+            end_line = max(line_of(b - 1) if b > a else sp.selection_end_line, start_line)
             body = _render(doc, a, b) if b > a else ""
             if not body and k > 0:
                 continue  # e.g. a window that is all %%comment%%: nothing to find there
@@ -229,7 +227,7 @@ def parse_note(
         tuple(link for link, _, _ in link_syntax.read_links(doc).links)
         if "[[" in dtext or "](" in dtext else ()
     )
-    return ParsedNote(meta, headings(doc, raw), tuple(sections), tuple(chunks), tuple(warnings),
+    return ParsedNote(meta, heads, tuple(sections), tuple(chunks), tuple(warnings),
                       found)
 
 
@@ -239,8 +237,7 @@ def section_at_line(note: ParsedNote, line: int) -> Section | None:
     Lines in a gap (trailing blank lines, front matter) map to the nearest section before them,
     or the first one, so a hover never comes back empty on a non-empty note.
     """
-    sections = note.sections
-    if not sections:
+    if not note.sections:
         return None
-    i = bisect.bisect_right([s.start_line for s in sections], line) - 1
-    return sections[max(i, 0)]
+    before = len(note.sections) - len(note.headings)  # 1 when text precedes the first heading
+    return note.sections[max(heading_at(note.headings, line) + before, 0)]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DEFAULT_MAX_FILE_BYTES = 2_000_000
+from mdsearch_ls.config import Settings
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def read_source(
     path: Path,
     rel: str,
     *,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_file_bytes: int = Settings.max_file_bytes,
     formats: Sequence[str] = (),
     known_hash: str | None = None,
 ) -> ReadResult:

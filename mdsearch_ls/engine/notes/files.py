@@ -21,9 +21,9 @@ from typing import Protocol
 
 from pathspec import GitIgnoreSpec
 
+from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.locations import change_stamp
 from mdsearch_ls.engine.notes.decoding import (
-    DEFAULT_MAX_FILE_BYTES,
     ReadResult,
     _oversize_warning,
     looks_binary,
@@ -396,7 +396,7 @@ def scan(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     index_dir: Path | None = None,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_file_bytes: int = Settings.max_file_bytes,
     warn: Callable[[str], None] | None = None,
     skipped: SkipFn | None = None,
     formats: Sequence[str] = (),
@@ -442,7 +442,7 @@ def stat_scan(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     index_dir: Path | None = None,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_file_bytes: int = Settings.max_file_bytes,
     formats: Sequence[str] = (),
     watch: WalkWatch | None = None,
 ) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[float, int]]]:

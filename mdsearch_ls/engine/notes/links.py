@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from mdsearch_ls.engine.notes.obsidian import WIKILINK_RE, code_spans, in_ranges
+from mdsearch_ls.engine.notes.obsidian import WIKILINK_RE, code_spans, in_ranges, wikilink_parts
 from mdsearch_ls.engine.notes.outline import Doc, parse_doc
 
 NOTE_SUFFIXES = (".md", ".markdown")
@@ -140,12 +140,10 @@ def read_links(doc: Doc) -> NoteText:
         for m in WIKILINK_RE.finditer(text):
             if in_ranges(m.start(), literal, keys):
                 continue
-            target, _, alias = m.group(2).partition("|")
-            note, _, anchor = target.partition("#")
+            note, anchor, alias = wikilink_parts(m.group(2))
             line, a, b = place(m.start(), m.end())
             kind = "embed" if m.group(1) else "wiki"
-            found.append((Link(kind, note.strip(), anchor.strip(), alias.strip(), line, a, b),
-                          m.start(), m.end()))
+            found.append((Link(kind, note, anchor, alias, line, a, b), m.start(), m.end()))
             taken.append(m.span())
     if "](" in text:
         for m in MD_LINK_RE.finditer(text):

@@ -1,11 +1,13 @@
-"""Obsidian's markdown extensions, read the way a person reads a rendered note.
+"""Obsidian's markdown extensions, read the way a person reads a rendered note: the one reader
+of their syntax (the link graph, the snippets and the writing aids use these rules).
 
 ``[[Note|alias]]`` reads as "alias", a callout marker is noise, ``==highlight==`` is its text, a
 ``^block-id`` is an address, and a ``%%comment%%`` is not meant to be read at all; left in, they
-skew both the vectors and BM25. Inline ``#tags`` and wikilink targets are note metadata (the
-``tag:`` filter, the link graph). Everything here works on the text and on offset ranges the
-caller computed (code blocks, comments), so it knows nothing of sections or chunks; the syntax is
-literal inside code, fenced or inline, because ``[[`` or ``%%`` there is code.
+skew both the vectors and BM25. Inline ``#tags`` are note metadata (the ``tag:`` filter); where a
+wikilink goes is :mod:`~mdsearch_ls.engine.notes.links`'s, from :func:`wikilink_parts`.
+Everything here works on the text and on offset ranges the caller computed (code blocks,
+comments), so it knows nothing of sections or chunks; the syntax is literal inside code, fenced
+or inline, because ``[[`` or ``%%`` there is code.
 """
 
 from __future__ import annotations
@@ -27,10 +29,13 @@ _TAG_RE = re.compile(r"(?:(?<=\s)|^)#([\w/-]+)")
 WIKILINK_RE = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
 _MD_LINK_RE = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)")
 # ``==highlight==`` (Obsidian) reads as its text; ``a == b`` is not one (no space inside the marks).
-_HIGHLIGHT_RE = re.compile(r"(?<![=\\])==(?=[^\s=])([^\n=]*?[^\s=])==(?!=)")
-# A block id (``... ^intro-2``) ends a paragraph or list item: an address, not words.
-_BLOCK_ID_RE = re.compile(r"[ \t]\^[A-Za-z0-9-]+[ \t]*$", re.MULTILINE)
-_CALLOUT_RE = re.compile(r"^([ \t]*(?:>[ \t]*)+)\[!([\w-]+)\][+-]?[ \t]*(.*)$", re.MULTILINE)
+HIGHLIGHT_RE = re.compile(r"(?<![=\\])==(?=[^\s=])([^\n=]*?[^\s=])==(?!=)")
+# A block id (``... ^intro-2``) ends a paragraph or list item, or stands on its own line after a
+# table, quote or list: an address, not words.
+BLOCK_ID_RE = re.compile(r"(?:^|[ \t])\^[A-Za-z0-9-]+[ \t]*$", re.MULTILINE)
+# A callout's marker, ``[!warning]`` (``+``/``-``: folded or not), opening a block quote.
+CALLOUT_RE = re.compile(r"\[!([\w-]+)\][+-]?[ \t]*")
+_CALLOUT_LINE_RE = re.compile(r"^([ \t]*(?:>[ \t]*)+)" + CALLOUT_RE.pattern + "(.*)$", re.MULTILINE)
 # A backtick code span: a run of N backticks closed by exactly N, within one paragraph
 # (CommonMark: a blank line ends the paragraph, so a lone backtick never pairs across one).
 _CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)\1(?!`)", re.DOTALL)
@@ -104,18 +109,23 @@ def _readable_target(target: str, *, embed: bool) -> str:
     return name
 
 
+def wikilink_parts(inner: str) -> tuple[str, str, str]:
+    """What is between a wikilink's brackets (``WIKILINK_RE``'s second group) as its note, its
+    anchor (a heading path ``A#B`` or a ``^block``; '' for none) and its alias ('' for none)."""
+    target, _, alias = inner.partition("|")
+    note, _, anchor = target.partition("#")
+    return note.strip(), anchor.strip(), alias.strip()
+
+
 def _wikilink_sub(m: re.Match[str]) -> str:
     embed = bool(m.group(1))
-    inner = m.group(2)
-    target, bar, alias = inner.partition("|")
-    alias = alias.strip()
-    if bar and alias and not (embed and re.fullmatch(r"\d+(x\d+)?", alias)):
+    note, anchor, alias = wikilink_parts(m.group(2))
+    if alias and not (embed and re.fullmatch(r"\d+(x\d+)?", alias)):
         return alias
-    note, _, sub = target.partition("#")
     parts = []
-    if note.strip():
-        parts.append(_readable_target(note.strip(), embed=embed))
-    sub = " ".join(p.strip() for p in sub.split("#") if p.strip() and not p.startswith("^"))
+    if note:
+        parts.append(_readable_target(note, embed=embed))
+    sub = " ".join(p.strip() for p in anchor.split("#") if p.strip() and not p.startswith("^"))
     if sub:
         parts.append(sub)
     return " ".join(parts)
@@ -146,11 +156,11 @@ def _normalise_prose(text: str) -> str:
     if "](" in text:
         text = _MD_LINK_RE.sub(lambda m: m.group(1), text)
     if "[!" in text:
-        text = _CALLOUT_RE.sub(_callout_sub, text)
+        text = _CALLOUT_LINE_RE.sub(_callout_sub, text)
     if "==" in text:
-        text = _HIGHLIGHT_RE.sub(r"\1", text)
+        text = HIGHLIGHT_RE.sub(r"\1", text)
     if "^" in text:
-        text = _BLOCK_ID_RE.sub("", text)
+        text = BLOCK_ID_RE.sub("", text)
     return text
 
 
@@ -199,11 +209,11 @@ def render(
     return result.strip()
 
 
-# --------------------------------------------------------------------------- tags and links
+# --------------------------------------------------------------------------- tags
 
 
 def _tag_text(children: list[Token] | None) -> str:
-    """Inline tokens -> text for tag/link detection; code and escapes become opaque."""
+    """Inline tokens -> text for tag detection; code and escapes become opaque."""
     out: list[str] = []
     for tok in children or ():
         t = tok.type
@@ -227,35 +237,21 @@ def normalise_tag(tag: str) -> str:
     return tag.strip().lstrip("#").strip().lower()
 
 
-def tags_and_links(tokens: list[Token], env: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """Inline ``#tags`` and wikilink targets of a block-parsed note, in order of appearance.
+def inline_tags(tokens: list[Token], env: dict[str, Any]) -> list[str]:
+    """Inline ``#tags`` of a block-parsed note, in order of appearance.
 
     Only blocks that may hold one are inline-parsed (the cost is per paragraph); a heading's
-    ``#`` is markup, not a tag, but a heading may link.
+    ``#`` is markup, not a tag.
     """
     tags: list[str] = []
-    links: list[str] = []
     for i, tok in enumerate(tokens):
-        if tok.type != "inline":
+        if tok.type != "inline" or "#" not in tok.content:
             continue
-        content = tok.content
-        has_hash = "#" in content
-        has_link = "[[" in content
-        if not (has_hash or has_link):
+        if i > 0 and tokens[i - 1].type == "heading_open":
             continue
-        in_heading = i > 0 and tokens[i - 1].type == "heading_open"
-        if in_heading and not has_link:
-            continue
-        parsed = INLINE_PARSER.parseInline(content, dict(env))
-        plain = _tag_text(parsed[0].children if parsed else None)
-        if has_hash and not in_heading:
-            for m in _TAG_RE.finditer(plain):
-                name = m.group(1)
-                if _is_tag(name):
-                    tags.append(normalise_tag(name))
-        if has_link:
-            for m in WIKILINK_RE.finditer(plain):
-                target = m.group(2).partition("|")[0].partition("#")[0].strip()
-                if target:
-                    links.append(target)
-    return tags, links
+        parsed = INLINE_PARSER.parseInline(tok.content, dict(env))
+        for m in _TAG_RE.finditer(_tag_text(parsed[0].children if parsed else None)):
+            name = m.group(1)
+            if _is_tag(name):
+                tags.append(normalise_tag(name))
+    return tags

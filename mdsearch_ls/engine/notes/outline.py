@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -37,13 +38,24 @@ _SPLIT_TAGS_RE = re.compile(r"[,\s]+")
 
 @dataclass(frozen=True)
 class Heading:
-    """A heading for the document outline (LSP documentSymbol)."""
+    """A top-level heading and its place in the note's heading tree: the one tree the outline,
+    the sections and chunks, the code lenses and actions, the writing aids and MCP's
+    ``read_section`` all read, so they agree on where a section starts and ends."""
 
     title: str
     level: int
     line: int
     end_line: int
+    """Last line of its subtree: up to the next heading of the same or a higher level."""
     selection_end_line: int
+    """Last line of the heading itself (a setext heading takes two or more)."""
+    section_end_line: int
+    """Last non-blank line of its own section, up to the next heading of any level (its own
+    last line when the section has no body)."""
+    path: tuple[str, ...]
+    """The titles from the outermost heading it sits under down to its own."""
+    parent: int | None
+    """The index in the outline of the heading it sits under; None at the top."""
 
 
 # --------------------------------------------------------------------------- the parse
@@ -141,47 +153,50 @@ def _heading_title(tok: Token, env: dict[str, Any]) -> str:
     return _plain(tokens[0].children if tokens else None)
 
 
-@dataclass(frozen=True)
-class RawHeading:
-    """A top-level heading as parsed, before its range is known."""
-
-    title: str
-    level: int
-    line: int
-    selection_end_line: int
+def trim_end(lines: list[str], start: int, end: int) -> int:
+    """``end`` moved up past blank lines, no further than ``start``."""
+    while end > start and not lines[end].strip():
+        end -= 1
+    return end
 
 
-def raw_headings(doc: Doc) -> list[RawHeading]:
-    """The top-level headings in order; one nested in a list or quote opens no section."""
-    out: list[RawHeading] = []
+def headings(doc: Doc) -> tuple[Heading, ...]:
+    """The top-level headings in order, each placed in the tree; a heading nested in a list or
+    quote opens no section."""
+    found: list[tuple[str, int, int, int]] = []
     tokens = doc.tokens
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.level == 0 and tok.map:
             title = _heading_title(tokens[i + 1], doc.env)
-            out.append(RawHeading(title, int(tok.tag[1]), tok.map[0], tok.map[1] - 1))
-    return out
-
-
-def headings(doc: Doc, raw: list[RawHeading]) -> tuple[Heading, ...]:
-    """Each heading with its range: up to the next heading of the same or a higher level."""
+            found.append((title, int(tok.tag[1]), tok.map[0], tok.map[1] - 1))
     last = len(doc.lines) - 1
-    result = []
-    for i, h in enumerate(raw):
-        end = last
-        for nxt in raw[i + 1 :]:
-            if nxt.level <= h.level:
-                end = nxt.line - 1
-                break
-        result.append(
-            Heading(h.title, h.level, h.line, max(end, h.selection_end_line), h.selection_end_line)
-        )
-    return tuple(result)
+    ends = [last] * len(found)
+    parents: list[int | None] = []
+    stack: list[int] = []
+    for i, (_, level, line, _) in enumerate(found):
+        while stack and found[stack[-1]][1] >= level:
+            ends[stack.pop()] = line - 1
+        parents.append(stack[-1] if stack else None)
+        stack.append(i)
+    out: list[Heading] = []
+    for i, (title, level, line, head_end) in enumerate(found):
+        nxt = found[i + 1][2] - 1 if i + 1 < len(found) else last
+        parent = parents[i]
+        path = (*out[parent].path, title) if parent is not None else (title,)
+        out.append(Heading(title, level, line, max(ends[i], head_end), head_end,
+                           trim_end(doc.lines, head_end, nxt), path, parent))
+    return tuple(out)
 
 
 def outline(text: str) -> tuple[Heading, ...]:
     """Headings only: no front matter, tags or chunking, so it is cheap per request."""
-    doc = parse_doc(text)
-    return headings(doc, raw_headings(doc))
+    return headings(parse_doc(text))
+
+
+def heading_at(heads: tuple[Heading, ...], line: int) -> int:
+    """The index of the heading whose own section (up to the next heading of any level) holds
+    ``line``; -1 before the first heading."""
+    return bisect.bisect_right(heads, line, key=lambda h: h.line) - 1
 
 
 # --------------------------------------------------------------------------- front matter
@@ -228,49 +243,14 @@ def front_matter(doc: Doc, warnings: list[str]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- sections
 
 
-@dataclass(frozen=True)
-class SectionSpan:
-    """The lines from one heading to the next heading of any level (or the preamble's)."""
-
-    title: str
-    level: int
-    breadcrumb: tuple[str, ...]
-    start_line: int
-    heading_end_line: int  # last line of the heading itself; start_line - 1 for the preamble
-    end_line: int
-
-
-def _trim_end(doc: Doc, start: int, end: int) -> int:
+def preamble(doc: Doc, heads: tuple[Heading, ...], note_title: str) -> Heading | None:
+    """The text between the front matter and the first heading, when there is any, as a level-0
+    section titled after the note (its heading "ends" on the line before it starts)."""
     lines = doc.lines
-    while end > start and not lines[end].strip():
-        end -= 1
-    return end
-
-
-def section_spans(doc: Doc, raw: list[RawHeading], note_title: str) -> list[SectionSpan]:
-    """Sections in order: text before the first heading (titled after the note) if any, then
-    one per heading, trailing blank lines trimmed."""
-    lines = doc.lines
-    body_start = doc.front_matter.map[1] if doc.front_matter and doc.front_matter.map else 0
-    spans: list[SectionSpan] = []
-    first = raw[0].line if raw else len(lines)
-    pre_end = _trim_end(doc, body_start, first - 1)
-    if pre_end >= body_start and any(lines[j].strip() for j in range(body_start, pre_end + 1)):
-        while not lines[body_start].strip():
-            body_start += 1
-        spans.append(
-            SectionSpan(note_title, 0, (note_title,), body_start, body_start - 1, pre_end)
-        )
-    stack: list[RawHeading] = []
-    for i, h in enumerate(raw):
-        while stack and stack[-1].level >= h.level:
-            stack.pop()
-        stack.append(h)
-        nxt = raw[i + 1].line - 1 if i + 1 < len(raw) else len(lines) - 1
-        end = max(_trim_end(doc, h.selection_end_line, nxt), h.selection_end_line)
-        spans.append(
-            SectionSpan(
-                h.title, h.level, tuple(s.title for s in stack), h.line, h.selection_end_line, end
-            )
-        )
-    return spans
+    start = doc.front_matter.map[1] if doc.front_matter and doc.front_matter.map else 0
+    end = trim_end(lines, start, (heads[0].line if heads else len(lines)) - 1)
+    if end < start or not any(lines[j].strip() for j in range(start, end + 1)):
+        return None
+    while not lines[start].strip():
+        start += 1
+    return Heading(note_title, 0, start, end, start - 1, end, (note_title,), None)

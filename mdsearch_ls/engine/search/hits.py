@@ -8,11 +8,13 @@ end and writing aid reads hits, while only the searcher makes them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from mdsearch_ls.engine.index.layout import IndexState
 from mdsearch_ls.engine.locations import Location
 from mdsearch_ls.engine.notes.chunking import Section
+from mdsearch_ls.engine.search import preview
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,7 +23,6 @@ class Hit(Location):
 
     score: float | None
     """Cosine similarity of query and section; None when it was not computed (keyword mode)."""
-    snippet: str
     chunk_id: str = ""
     semantic_rank: int | None = None
     """Rank of the hit's best chunk in the semantic list (1 is first); None if not in it."""
@@ -33,6 +34,15 @@ class Hit(Location):
     text: str = field(default="", compare=False)
     """The section's markdown as the index holds it (its best chunk): what a front end renders
     its own snippet from, wherever the search ran."""
+
+    @cached_property
+    def snippet(self) -> str:
+        """The section as one line of plain text, at most 200 characters: what a list of results
+        shows under a hit's title, from :func:`~mdsearch_ls.engine.search.preview.snippet`, the
+        one snippet maker. Made when first read, not for every hit found: it parses markdown
+        (~0.3-1 ms a hit, a 5 ms search of the example vault took 20 ms with k=20), and the CLI
+        cuts its own around the query's words from :attr:`text`."""
+        return preview.snippet(self.text).text
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """The hit for ``--json`` and LSP results: 0-based lines, score rounded (or null)."""

@@ -1,9 +1,11 @@
-"""Markdown sections as short plain text for people: terminal snippets, hovers, result details.
+"""Markdown sections as short plain text for people: a hit's snippet, terminal snippets, hovers,
+result details.
 
 A hit's section is markdown (``**bold**``, fenced code, tables, Obsidian wikilinks and
 ``%%comments%%``); shown raw in a one- or two-line preview it reads as noise, and cut at a fixed
-character count it ends mid-word. These functions are pure (text in, text out) so every front end
-renders the same way:
+character count it ends mid-word. These functions are pure (text in, text out) and the only
+snippet maker (``Hit.snippet`` is :func:`snippet`'s), so every front end shows the same plain
+text:
 
 * :func:`plain_text`: the section as one line of reading text (markup gone, each code block as
   its first line, the heading left out since front ends show it separately);
@@ -16,8 +18,8 @@ renders the same way:
   carried along.
 
 Only :func:`plain_text` (and so :func:`snippet`) needs markdown-it; the rest lives in
-:mod:`mdsearch_ls.engine.search.highlight`, re-exported here, so a process that marks words or
-cuts plain text never imports the parser.
+:mod:`mdsearch_ls.engine.search.highlight`, so a process that marks words or cuts plain text never
+imports the parser.
 """
 
 from __future__ import annotations
@@ -28,33 +30,14 @@ from collections.abc import Sequence
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from mdsearch_ls.engine.search.highlight import (
-    ELLIPSIS,
-    Snippet,
-    match_spans,
-    query_terms,
-    window,
-    wrap,
-)
+from mdsearch_ls.engine.notes import obsidian
+from mdsearch_ls.engine.notes.outline import parse_doc
+from mdsearch_ls.engine.search.highlight import Snippet, window
 
-__all__ = [
-    "ELLIPSIS",
-    "Snippet",
-    "match_spans",
-    "plain_text",
-    "query_terms",
-    "snippet",
-    "wrap",
-]
+__all__ = ["plain_text", "snippet"]
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
-_FENCE_LINE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-_COMMENT = re.compile(r"%%.*?%%", re.DOTALL)
-_WIKILINK = re.compile(r"!?\[\[([^\]|#^]*)(?:[#^]([^\]|]*))?(?:\|([^\]]*))?\]\]")
-_HIGHLIGHT = re.compile(r"==(?=\S)(.+?)(?<=\S)==")
-_BLOCK_ID = re.compile(r"(?:^|\s)\^[A-Za-z0-9-]+\s*$")
-_CALLOUT = re.compile(r"^\[!([A-Za-z-]+)\][+-]?\s*")
 _FOOTNOTE_REF = re.compile(r"\[\^[^\]]+\]")
 _TAG_HTML = re.compile(r"<[^>]+>")
 _WS = re.compile(r"\s+")
@@ -64,48 +47,34 @@ _ENDS_SENTENCE = (".", "!", "?", ":", ";", "…")
 # ---- markdown -> one line of text ---------------------------------------------------------------
 
 
-def _strip_comments(markdown: str) -> str:
-    """Drop ``%%comments%%`` (they may span lines), but not inside fenced code."""
-    if "%%" not in markdown:
-        return markdown
-    out: list[str] = []
-    prose: list[str] = []
-    fence: str | None = None
-    for line in markdown.split("\n"):
-        m = _FENCE_LINE.match(line)
-        if fence is None and m:
-            out.append(_COMMENT.sub("", "\n".join(prose)))
-            prose = []
-            fence = m.group(1)[0] * len(m.group(1))
-            out.append(line)
-        elif fence is not None:
-            out.append(line)
-            if line.strip().startswith(fence):
-                fence = None
-        else:
-            prose.append(line)
-    out.append(_COMMENT.sub("", "\n".join(prose)))
-    return "\n".join(out)
+def _parse(markdown: str) -> list[Token]:
+    """The markdown's tokens, its ``%%comments%%`` blanked as the index blanks them (not in code,
+    an unclosed one to the end)."""
+    if "%%" in markdown:
+        doc = parse_doc(markdown)
+        if doc.comments:
+            markdown = obsidian.blank_spans(doc.text, doc.comments)
+    return _MD.parse(markdown)
 
 
 def _wikilink(m: re.Match[str]) -> str:
-    target, sub, alias = m.group(1), m.group(2), m.group(3)
+    note, anchor, alias = obsidian.wikilink_parts(m.group(2))
     if alias:
         return alias
-    if m.group(0).startswith("!"):
+    if m.group(1):
         return ""  # an embedded image or note: nothing to read in a one-line preview
-    return f"{target} > {sub}" if target and sub else (target or sub or "")
+    return f"{note} > {anchor}" if note and anchor else (note or anchor)
 
 
 def _obsidian(text: str) -> str:
     if "[[" in text:
-        text = _WIKILINK.sub(_wikilink, text)
+        text = obsidian.WIKILINK_RE.sub(_wikilink, text)
     if "==" in text:
-        text = _HIGHLIGHT.sub(r"\1", text)
+        text = obsidian.HIGHLIGHT_RE.sub(r"\1", text)
     if "[^" in text:
         text = _FOOTNOTE_REF.sub("", text)
     if "^" in text:
-        text = _BLOCK_ID.sub("", text)
+        text = obsidian.BLOCK_ID_RE.sub("", text)
     return text
 
 
@@ -127,12 +96,13 @@ def _inline(token: Token, children: Sequence[Token] | None = None) -> str:
 def _callout(token: Token) -> str | None:
     """``> [!warning] Title`` then body lines: "Title: body" (the kind when there is no title)."""
     children = list(token.children or ())
-    if not children or children[0].type != "text" or not _CALLOUT.match(children[0].content):
+    callout = obsidian.CALLOUT_RE
+    if not children or children[0].type != "text" or not callout.match(children[0].content):
         return None
     brk = next((i for i, c in enumerate(children) if c.type in ("softbreak", "hardbreak")),
                len(children))
     title = _inline(token, children[:brk])
-    m = _CALLOUT.match(title)
+    m = callout.match(title)
     if m:
         title = title[m.end():] or m.group(1).capitalize()
     body = _inline(token, children[brk + 1:])
@@ -150,7 +120,7 @@ def _first_code_line(content: str) -> str:
 
 def _blocks(markdown: str, *, drop_heading: bool) -> list[tuple[str, str]]:
     """``(kind, text)`` for each block a reader sees, in order."""
-    tokens = _MD.parse(_strip_comments(markdown))
+    tokens = _parse(markdown)
     blocks: list[tuple[str, str]] = []
     first_block = True
     row: list[str] = []
@@ -218,17 +188,10 @@ def snippet(markdown: str, terms: Sequence[str] = (), limit: int = 200, *,
     """At most ``limit`` characters of a section as plain text, with the query's words marked.
 
     The window starts at the beginning of the section unless a later part holds more of the
-    query's words; a cut (either end) falls between words and shows an ellipsis.
+    query's words; a cut (either end) falls between words and shows an ellipsis. A section that
+    is a heading alone shows its heading.
     """
-    return window(snippet_text(markdown, drop_heading=drop_heading), terms, limit)
-
-
-def snippet_text(markdown: str, *, drop_heading: bool = True) -> str:
-    """The plain text a :func:`snippet` is cut from (the heading kept when it is all there is):
-    what a server sends, so a client cuts snippets without a markdown parser."""
     text = plain_text(markdown, drop_heading=drop_heading)
     if not text and drop_heading:
         text = plain_text(markdown, drop_heading=False)
-    return text
-
-
+    return window(text, terms, limit)

@@ -22,6 +22,7 @@ from typing import Any
 
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.locations import DOCUMENT_SUFFIXES
+from mdsearch_ls.engine.notes.obsidian import normalise_tag
 
 FILTER_NAMES = ("path", "tag", "type", "modified")
 STRUCTURED_FILTERS = (*FILTER_NAMES, "phrase")
@@ -191,7 +192,7 @@ def parse_query(query: str) -> ParsedQuery:
         if name == "path":
             paths.append(value.lstrip("./") if value.startswith("./") else value)
         elif name == "tag":
-            tags.append(value.lstrip("#").lower())
+            tags.append(normalise_tag(value))
         elif name == "type":
             types.append(value.lstrip(".").lower())
         else:

@@ -13,11 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mdsearch_ls.config import MODES
+from mdsearch_ls.config import MAX_LIMIT, MODES, Settings
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query, structured_filters
 
-MAX_LIMIT = 500
 MAX_QUERY_CHARS = 10_000
 
 
@@ -103,7 +102,7 @@ class SearchRequest:
         mode: Any = None,
         filters: Any = None,
         min_score: Any = None,
-        default_k: int = 20,
+        default_k: int = Settings.max_results,
     ) -> SearchRequest:
         """Validate every part; raises :class:`RequestError` naming the part at fault."""
         if not isinstance(query, str):
@@ -165,4 +164,4 @@ class RelatedRequest:
                    k=None if k is None else _limit(k, 5), min_score=_score(min_score))
 
 
-__all__ = ["MAX_LIMIT", "RelatedRequest", "RequestError", "SearchRequest"]
+__all__ = ["RelatedRequest", "RequestError", "SearchRequest"]

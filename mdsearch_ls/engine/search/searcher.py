@@ -18,14 +18,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from mdsearch_ls.config import FUSIONS, MODES
+from mdsearch_ls.config import FUSIONS, MODES, Settings
 from mdsearch_ls.engine.search import keyword, phrases, ranking
 from mdsearch_ls.engine.search.hits import Hit, SearchResult
 from mdsearch_ls.engine.search.legs import QueryVector, keyword_leg
 from mdsearch_ls.engine.search.note_lookups import NoteLookups
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
 from mdsearch_ls.engine.search.ranking import Candidate, RankingParams, boilerplate_weight
-from mdsearch_ls.engine.search.snippets import make_snippet
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,7 +70,7 @@ class Searcher:
         store: ChromaStore,
         embedder: Any,
         *,
-        per_file: int = 2,
+        per_file: int = Settings.per_file,
         cache_size: int = 256,
         params: RankingParams | None = None,
     ) -> None:
@@ -385,7 +384,6 @@ class Searcher:
                 Hit(
                     **ch.location_fields(),
                     score=None if c.cosine is None else float(c.cosine),
-                    snippet=make_snippet(ch.text),
                     text=ch.text,
                     chunk_id=ch.id,
                     semantic_rank=c.semantic_rank,

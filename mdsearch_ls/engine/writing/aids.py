@@ -35,7 +35,7 @@ from mdsearch_ls.engine.notes.links import (
     scan,
     wikilink,
 )
-from mdsearch_ls.engine.notes.outline import outline
+from mdsearch_ls.engine.notes.outline import heading_at, outline, trim_end
 from mdsearch_ls.engine.search.requests import RelatedRequest
 from mdsearch_ls.engine.search.searcher import Hit
 from mdsearch_ls.engine.writing import mentions as hygiene
@@ -258,9 +258,13 @@ class WritingAids:
         """"Link to Note#Heading" for the section at ``line``: when its best related section in
         another note scores at least ``min_score`` (the ``suggest.minScore`` setting) and the
         two notes are not linked either way. Sections under ``MIN_SUGGEST_CHARS`` get none."""
-        headings = outline(text)
+        heads = outline(text)
         lines = text.replace("\r\n", "\n").split("\n")
-        start, end = _section_lines(headings, lines, line)
+        at = heading_at(heads, line)
+        if at >= 0:
+            start, end = heads[at].line, heads[at].section_end_line
+        else:  # the text before the first heading, front matter included
+            start, end = 0, trim_end(lines, 0, (heads[0].line if heads else len(lines)) - 1)
         body = "\n".join(lines[start + (1 if HEADING_LINE.match(lines[start]) else 0):end + 1])
         if len(body.strip()) < MIN_SUGGEST_CHARS:
             return None
@@ -318,21 +322,6 @@ class WritingAids:
 def _is_title_hit(view: VaultView, hit: Hit) -> bool:
     return " > " not in hit.breadcrumb and hit.title.strip().casefold() == (
         view.title(hit.path).strip().casefold())
-
-
-def _section_lines(headings: Any, lines: list[str], line: int) -> tuple[int, int]:
-    """First and last non-blank line of the section holding ``line`` (any heading ends it)."""
-    start = 0
-    end = len(lines) - 1
-    for h in headings:
-        if h.line <= line:
-            start = h.line
-        elif h.line > line:
-            end = h.line - 1
-            break
-    while end > start and not lines[end].strip():
-        end -= 1
-    return start, end
 
 
 __all__ = [

@@ -25,7 +25,7 @@ import numpy as np
 from mdsearch_ls.engine.notes.links import github_anchor, markdown_link, relative_target, wikilink
 from mdsearch_ls.engine.notes.obsidian import normalise_inline
 from mdsearch_ls.engine.notes.outline import outline
-from mdsearch_ls.engine.search.snippets import make_snippet
+from mdsearch_ls.engine.search import preview
 from mdsearch_ls.engine.writing.vault_view import WORD_RE, VaultView
 
 if TYPE_CHECKING:
@@ -368,7 +368,7 @@ class LinkCompleter:
             if row is not None and rows:
                 want[n] = table.first_chunk[row]
         texts = self._aids.chunk_texts(want.values())
-        return [replace(c, snippet=make_snippet(texts.get(want.get(n, ""), ""), 300))
+        return [replace(c, snippet=preview.snippet(texts.get(want.get(n, ""), ""), limit=300).text)
                 for n, c in enumerate(items)]
 
 

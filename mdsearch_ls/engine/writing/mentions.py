@@ -30,7 +30,7 @@ import numpy as np
 
 from mdsearch_ls.engine.notes.links import MD_LINK_RE, NoteText, merge_ranges
 from mdsearch_ls.engine.notes.obsidian import WIKILINK_RE, in_ranges
-from mdsearch_ls.engine.notes.outline import raw_headings
+from mdsearch_ls.engine.notes.outline import headings
 from mdsearch_ls.engine.writing.vault_view import WORD_RE, VaultView
 
 MIN_DUPLICATE_CHARS = 120
@@ -107,7 +107,7 @@ def _not_prose(note: NoteText) -> list[tuple[int, int]]:
     if "<" in text:
         ranges.extend(m.span() for m in _HTML_RE.finditer(text))
     starts = doc.starts
-    for h in raw_headings(doc):
+    for h in headings(doc):
         end = starts[h.selection_end_line] + len(doc.lines[h.selection_end_line])
         ranges.append((starts[h.line], end))
     return merge_ranges(ranges)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from mdsearch_ls.engine.api import outline
+from mdsearch_ls.engine.api import heading_at, outline
 from mdsearch_ls.lsp.convert import Lines
 from mdsearch_ls.lsp.workspace_folders import FolderManager
 
@@ -41,10 +41,10 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
 def sections_in(text: str, first: int, last: int) -> list[int]:
     """A line in each section that the lines first..last touch (its heading line, or ``first``
     for the text before the first heading)."""
-    heads = [h.line for h in outline(text)]
-    starts = [h for h in heads if h <= first][-1:] or [first]
-    starts += [h for h in heads if first < h <= last]
-    return starts
+    heads = outline(text)
+    at = heading_at(heads, first)
+    return [heads[at].line if at >= 0 else first,
+            *(h.line for h in heads if first < h.line <= last)]
 
 
 async def code_actions(

@@ -31,14 +31,7 @@ RELATED_COMMAND = "mdsearch.related"
 
 def section_headings(text: str) -> list[int]:
     """Lines of the headings whose section (up to the next heading of any level) has a body."""
-    lines = text.replace("\r\n", "\n").split("\n")
-    heads = outline(text)
-    out = []
-    for n, h in enumerate(heads):
-        end = heads[n + 1].line if n + 1 < len(heads) else len(lines)
-        if any(lines[i].strip() for i in range(h.selection_end_line + 1, min(end, len(lines)))):
-            out.append(h.line)
-    return out
+    return [h.line for h in outline(text) if h.section_end_line > h.selection_end_line]
 
 
 def title(result: LinkedRelated | None, limit: int) -> str:

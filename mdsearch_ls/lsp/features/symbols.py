@@ -53,7 +53,7 @@ def outline_symbols(text: str) -> list[types.DocumentSymbol]:
         return len(lines[n]) if 0 <= n < len(lines) else 0
 
     roots: list[types.DocumentSymbol] = []
-    stack: list[tuple[int, types.DocumentSymbol]] = []
+    made: list[types.DocumentSymbol] = []
     for h in outline(text):
         end = min(h.end_line, len(lines) - 1)
         sym = types.DocumentSymbol(
@@ -71,13 +71,9 @@ def outline_symbols(text: str) -> list[types.DocumentSymbol]:
             ),
             children=[],
         )
-        while stack and stack[-1][0] >= h.level:
-            stack.pop()
-        if stack:
-            stack[-1][1].children.append(sym)  # type: ignore[union-attr]
-        else:
-            roots.append(sym)
-        stack.append((h.level, sym))
+        under = roots if h.parent is None else made[h.parent].children
+        under.append(sym)  # type: ignore[union-attr]
+        made.append(sym)
     return roots
 
 
