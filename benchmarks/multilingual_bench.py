@@ -111,7 +111,7 @@ def load_model(name: str):  # type: ignore[no-untyped-def]
     from mdsearch_ls.engine.embedding.base import physical_cores
 
     if name == "minilm":
-        from mdsearch_ls.engine.embedding import OnnxEmbedder
+        from mdsearch_ls.engine.embedding.onnx_backend import OnnxEmbedder
 
         e = OnnxEmbedder("fp32")
         e.load()

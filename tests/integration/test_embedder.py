@@ -23,7 +23,7 @@ def embedder(request: pytest.FixtureRequest):
 
 
 def test_the_default_backend_is_onnx_fp32(real_embedder) -> None:
-    from mdsearch_ls.engine.embedding import OnnxEmbedder
+    from mdsearch_ls.engine.embedding.onnx_backend import OnnxEmbedder
 
     assert isinstance(real_embedder, OnnxEmbedder) and real_embedder.variant == "fp32"
     assert real_embedder.backend == "onnx" and real_embedder.name == "all-MiniLM-L6-v2"

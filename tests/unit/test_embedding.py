@@ -15,18 +15,20 @@ from hypothesis import strategies as st
 
 from mdsearch_ls.config import Settings, settings_from_client
 from mdsearch_ls.engine.embedding import (
-    PAD_RATIO,
-    BatchingEmbedder,
     MultilingualEmbedder,
-    OnnxEmbedder,
-    SentenceTransformerEmbedder,
     create_embedder,
     effective_backend,
     is_multilingual,
-    physical_cores,
-    plan_batches,
     space_model_name,
 )
+from mdsearch_ls.engine.embedding.base import (
+    PAD_RATIO,
+    BatchingEmbedder,
+    physical_cores,
+    plan_batches,
+)
+from mdsearch_ls.engine.embedding.onnx_backend import OnnxEmbedder
+from mdsearch_ls.engine.embedding.torch_backend import SentenceTransformerEmbedder
 from mdsearch_ls.engine.index.layout import space_name
 
 REPO = Path(__file__).resolve().parents[2]

@@ -29,15 +29,9 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from mdsearch_ls.engine.embedding.base import (
-    PAD_RATIO,
-    BatchingEmbedder,
-    ModelLoadError,
-    physical_cores,
-    plan_batches,
-)
+from mdsearch_ls.engine.embedding.base import ModelLoadError
 from mdsearch_ls.engine.embedding.multilingual_backend import MODEL_NAME as MULTILINGUAL_MODEL
 from mdsearch_ls.engine.embedding.multilingual_backend import SETTING as MULTILINGUAL_SETTING
 from mdsearch_ls.engine.embedding.multilingual_backend import MultilingualEmbedder
@@ -46,29 +40,10 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.embedding.onnx_backend import OnnxEmbedder
-    from mdsearch_ls.engine.embedding.torch_backend import SentenceTransformerEmbedder
 
 log = logging.getLogger(__name__)
 
-# The backends' classes, imported when first named: a process that only names a space
-# (``space_model_name``, the CLI asking the server that holds an index) needs none of them.
-_BACKEND_MODULES = {
-    "OnnxEmbedder": "mdsearch_ls.engine.embedding.onnx_backend",
-    "SentenceTransformerEmbedder": "mdsearch_ls.engine.embedding.torch_backend",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _BACKEND_MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
-
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
-BACKENDS = ("onnx", "onnx-int8", "torch")
 DEFAULT_BACKEND = "onnx"
 _BUNDLED_NAMES = {BUNDLED_MODEL.lower(), f"sentence-transformers/{BUNDLED_MODEL}".lower()}
 
@@ -145,7 +120,7 @@ def effective_backend(settings: Settings) -> str:
     the multilingual one, which has a backend of its own)."""
     if is_multilingual(settings.model):
         return MULTILINGUAL_SETTING
-    backend = getattr(settings, "embedder_backend", DEFAULT_BACKEND)
+    backend = settings.embedder_backend
     if backend != "torch" and not is_bundled(settings.model):
         return "torch"
     return backend
@@ -166,18 +141,16 @@ def create_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for; the one way front ends make one. Nothing loads yet."""
     backend = effective_backend(settings)
     if backend == MULTILINGUAL_SETTING:
-        asked = getattr(settings, "embedder_backend", DEFAULT_BACKEND)
-        if asked != DEFAULT_BACKEND:
+        if settings.embedder_backend != DEFAULT_BACKEND:
             log.warning("embedder.backend %r does not apply to the multilingual model, which "
-                        "runs on numpy", asked)
+                        "runs on numpy", settings.embedder_backend)
         return MultilingualEmbedder()
     if backend == "torch":
-        asked = getattr(settings, "embedder_backend", DEFAULT_BACKEND)
-        if asked != "torch":
+        if settings.embedder_backend != "torch":
             log.warning(
                 "the model setting %r is not the bundled %s, which is all the %s backend runs: "
                 "embedding with the torch backend (sentence-transformers) instead",
-                settings.model, BUNDLED_MODEL, asked,
+                settings.model, BUNDLED_MODEL, settings.embedder_backend,
             )
         from mdsearch_ls.engine.embedding.torch_backend import SentenceTransformerEmbedder
 
@@ -186,27 +159,3 @@ def create_embedder(settings: Settings) -> Embedder:
 
     return OnnxEmbedder("int8" if backend == "onnx-int8" else "fp32")
 
-
-__all__ = [
-    "BACKENDS",
-    "BUNDLED_MODEL",
-    "DEFAULT_BACKEND",
-    "MULTILINGUAL_MODEL",
-    "MULTILINGUAL_SETTING",
-    "PAD_RATIO",
-    "BatchingEmbedder",
-    "Embedder",
-    "ModelLoadError",
-    "MultilingualEmbedder",
-    "OnnxEmbedder",
-    "SentenceTransformerEmbedder",
-    "bundled_model_path",
-    "create_embedder",
-    "effective_backend",
-    "is_bundled",
-    "is_multilingual",
-    "model_display_name",
-    "physical_cores",
-    "plan_batches",
-    "space_model_name",
-]

@@ -12,27 +12,12 @@ person sees are always the note's own text (only the FTS columns hold the expans
 
 from __future__ import annotations
 
-import functools
 import re
-from typing import Any
 
 _CJK = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
         "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f")
-_LOWEST = "\u1100"
-"""The lowest code point of :data:`_CJK`: text without one from here up has no CJK."""
-
-
-@functools.cache
-def _run_pattern() -> re.Pattern[str]:
-    """``CJK_RUN``, compiled on first use: the class of these ranges costs 3-7 ms to compile,
-    which every process paid at import, and most text (anything below U+1100) never needs it."""
-    return re.compile(f"[{_CJK}]+")
-
-
-def __getattr__(name: str) -> Any:
-    if name == "CJK_RUN":  # a run of CJK characters (compiled on first use)
-        return _run_pattern()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+CJK_RUN = re.compile(f"[{_CJK}]+")
+"""A run of CJK characters."""
 
 FORMAT = 2
 """The keyword columns' format: 1 kept CJK runs whole; an index of format 1 is converted in place
@@ -41,7 +26,7 @@ nothing is embedded again)."""
 
 
 def has_cjk(text: str) -> bool:
-    return bool(text) and max(text) >= _LOWEST and _run_pattern().search(text) is not None
+    return CJK_RUN.search(text) is not None
 
 
 def bigrams(run: str) -> list[str]:
@@ -52,8 +37,6 @@ def bigrams(run: str) -> list[str]:
 def expand(text: str) -> str:
     """``text`` as the keyword columns hold it: every CJK run replaced by its bigrams, then its
     characters, each a token of its own."""
-    if not has_cjk(text):
-        return text
 
     def grams(m: re.Match[str]) -> str:
         run = m.group(0)
@@ -61,7 +44,7 @@ def expand(text: str) -> str:
             return f" {run} "
         return " " + " ".join(bigrams(run)) + " " + " ".join(run) + " "
 
-    return _run_pattern().sub(grams, text)
+    return CJK_RUN.sub(grams, text)
 
 
 def query_terms(run: str) -> list[str]:
@@ -80,7 +63,7 @@ def phrase_tokens(tokens: list[str]) -> list[str]:
             out.append(token)
             continue
         pos = 0
-        for m in _run_pattern().finditer(token):
+        for m in CJK_RUN.finditer(token):
             if m.start() > pos:
                 out.append(token[pos:m.start()])
             out.extend(bigrams(m.group(0)))

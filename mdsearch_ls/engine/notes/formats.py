@@ -31,11 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from mdsearch_ls.config import DOCUMENT_FORMATS
-from mdsearch_ls.engine.locations import DOCUMENT_SUFFIXES, document_format
+from mdsearch_ls.engine.locations import document_format
 from mdsearch_ls.engine.notes.decoding import ReadResult
-
-FORMATS = DOCUMENT_FORMATS
 
 RAW_FACTOR: dict[str, int] = {"pdf": 20, "docx": 20, "ipynb": 20, "html": 5, "org": 1}
 """A document's raw size limit as a multiple of ``max_file_bytes`` (its converted text is held
@@ -66,11 +63,6 @@ class Budget:
     used: int = 0
     reason: str = ""
 
-    @classmethod
-    def for_file(cls, max_chars: int, seconds: float | None = None) -> Budget:
-        return cls(max_chars, time.monotonic() + (CONVERT_SECONDS if seconds is None
-                                                  else seconds))
-
     def take(self, text: str) -> bool:
         """Count ``text``; False (and ``reason`` set) once the document is over its budget. The
         first part always fits the time: a slow first page is still worth indexing."""
@@ -98,11 +90,6 @@ def format_of(rel: str, formats: Sequence[str]) -> str | None:
     """The format ``rel`` is read as when ``formats`` (the setting) names it, else None."""
     fmt = document_format(rel) if formats else None
     return fmt if fmt in formats else None
-
-
-def suffixes(formats: Sequence[str]) -> tuple[str, ...]:
-    """File suffixes the setting adds to ``.md`` and ``.markdown``."""
-    return tuple(s for s, f in DOCUMENT_SUFFIXES.items() if f in formats)
 
 
 def raw_limit(fmt: str, max_file_bytes: int) -> int:
@@ -150,7 +137,7 @@ def read_document(
     content_hash = hashlib.sha256(raw).hexdigest()
     if known_hash is not None and content_hash == known_hash:
         return ReadResult("", content_hash, None)
-    budget = Budget.for_file(max_file_bytes)
+    budget = Budget(max_file_bytes, time.monotonic() + CONVERT_SECONDS)
     try:
         out = _converter(fmt)(raw, PurePosixPath(rel).stem, budget)
     except ConversionError as exc:
