@@ -54,14 +54,6 @@ class Located:
     rel: str
 
 
-@dataclass
-class FoundHit:
-    """A hit with its folder, so it can be shown with an unambiguous path."""
-
-    folder: Any  # mdsearch_ls.engine.api.IndexedFolder
-    hit: Any  # mdsearch_ls.engine.api.Hit
-
-
 MAX_PATH_CHARS = 4096
 """Longer than any path a file system takes (Linux PATH_MAX): such an argument is refused before
 it reaches the OS, whose error would quote it whole."""
@@ -249,9 +241,10 @@ class Library:
         mode: Any,
         filters: dict[str, Any],
         default_limit: int,
-    ) -> tuple[list[FoundHit], list[str], str]:
-        """Hits of all folders merged (see the module docstring), notes for the caller, and the
-        mode that was used. Raises RequestError (from the engine) for a bad request."""
+    ) -> tuple[list[tuple[Any, Any]], list[str], str]:
+        """The ``(folder, hit)`` pairs of all folders as the engine merges them (see the module
+        docstring), notes for the caller, and the mode that was used. Raises RequestError (from
+        the engine) for a bad request."""
         from mdsearch_ls.engine.api import SearchRequest
 
         asked = time.monotonic()
@@ -286,8 +279,7 @@ class Library:
             return SearchRequest.build(query, k=request.k, mode=used, filters=own or None,
                                        min_score=request.min_score)
 
-        found = self.service.search(request, self.folders, per_folder=per_folder)
-        return [FoundHit(f, h) for f, h in found], notes, used
+        return self.service.search(request, self.folders, per_folder=per_folder), notes, used
 
     def _route_paths(self, folder: Any, values: Any) -> list[str] | None:
         """The ``path`` filter values meant for this folder: ``name/sub/`` is this folder's
@@ -442,13 +434,6 @@ class Library:
         ``timeout`` (the indexes are then abandoned: the next open repairs any half-write)."""
         self._closed = True
         return self.service is None or self.service.close(timeout)
-
-
-def merge(lists: list[list[FoundHit]], k: int) -> list[FoundHit]:
-    """Per-folder rankings as one list: the engine's merge, which every front end uses."""
-    from mdsearch_ls.engine.api import merge_rankings
-
-    return merge_rankings(lists, k, lambda h: h.hit.score)
 
 
 def _names(roots: list[Path]) -> dict[Path, str]:

@@ -30,7 +30,7 @@ from mdsearch_ls.mcp.answers import (
     render_hits,
     state_note,
 )
-from mdsearch_ls.mcp.roots import FoundHit, Library, LibraryError
+from mdsearch_ls.mcp.roots import Library, LibraryError
 
 SEARCH_LIMIT = 8
 SEARCH_MAX_TOKENS = 2000
@@ -213,7 +213,7 @@ def related_sections(
     loc, related = lib.related(path, line1 - 1, limit, RELATED_MIN_SCORE)
     shown = lib.display(loc.folder, loc.rel)
     section = " > ".join(related.section.breadcrumb) if related.section else None
-    found = [FoundHit(loc.folder, h) for h in related.hits]
+    found = [(loc.folder, h) for h in related.hits]
     notes: list[str] = []
     if not found:
         notes.append(f"No section of another note is similar enough (similarity "

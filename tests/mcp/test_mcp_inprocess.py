@@ -1,5 +1,5 @@
 """The MCP tools in-process, over the fake embedder: the token budget, trimming, argument
-handling, path resolution and the multi-folder merge, checked over many inputs quickly. (The
+handling and path resolution, over one folder and two, checked over many inputs quickly. (The
 same behaviour through a real process and the real model: test_mcp_tools.py.)"""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from mcp_harness import EXAMPLE_VAULT, wait_until
 from mdsearch_ls.config import Settings
 from mdsearch_ls.mcp import answers as render
 from mdsearch_ls.mcp import tools
-from mdsearch_ls.mcp.roots import FoundHit, Library, LibraryError, merge
+from mdsearch_ls.mcp.roots import Library, LibraryError
 from mdsearch_ls.mcp.tokens import TokenCounter, share
 
 TOKENS = TokenCounter()
@@ -222,24 +221,6 @@ def test_two_roots_with_one_name_get_distinct_names(tmp_path: Path, fake_embedde
     finally:
         library.close()
 
-
-# ---- merging folders ---------------------------------------------------------------------------
-
-
-def _hits(folder: str, scores: list[float | None]) -> list[FoundHit]:
-    f = SimpleNamespace(name=folder)
-    return [FoundHit(f, SimpleNamespace(path=f"{folder}{i}", score=s))  # type: ignore[arg-type]
-            for i, s in enumerate(scores)]
-
-
-def test_merge_keeps_each_folders_order_and_prefers_the_more_similar_head() -> None:
-    a = _hits("a", [0.5, 0.7, 0.2])  # a's own (hybrid) order is kept although 0.7 > 0.5
-    b = _hits("b", [0.6, 0.1])
-    order = [h.hit.path for h in merge([a, b], 10)]
-    assert order == ["b0", "a0", "a1", "a2", "b1"]
-    assert [h.hit.path for h in merge([a, b], 2)] == ["b0", "a0"]
-    kw = [h.hit.path for h in merge([_hits("a", [None] * 3), _hits("b", [None] * 2)], 10)]
-    assert kw == ["a0", "b0", "a1", "b1", "a2"]
 
 
 def test_resources_come_in_pages_that_add_up_to_every_note(lib: Library, monkeypatch) -> None:
