@@ -86,7 +86,6 @@ class Library:
         self._embedder: Any = embedder
         self.start_error: str | None = None
         self._started = threading.Event()
-        self._closed = False
 
     # ---- starting ---------------------------------------------------------------------------
 
@@ -136,22 +135,6 @@ class Library:
                                "try again in a few seconds")
         if self.start_error:
             raise LibraryError(f"mdsearch could not start: {self.start_error}")
-
-    @property
-    def embedder(self) -> Any:
-        return self.service.embedder if self.service is not None else self._embedder
-
-    @property
-    def model_error(self) -> str | None:
-        return self.service.model_error if self.service is not None else None
-
-    @property
-    def model_loaded(self) -> bool:
-        return self.service is not None and self.service.model_loaded
-
-    def wait_model(self, timeout: float = MODEL_WAIT_S) -> bool:
-        """Whether the model is loaded, after waiting for it at most ``timeout``."""
-        return self.service is not None and self.service.wait_model(timeout)
 
     # ---- paths ------------------------------------------------------------------------------
 
@@ -226,9 +209,7 @@ class Library:
         return Located(loc.folder, rel), text
 
     def notes(self) -> list[tuple[Any, str]]:
-        """Every indexed note, by folder."""
-        if not self._started.is_set() or self.start_error:
-            return []
+        """Every indexed note, by folder (none before the start made the folders)."""
         return [(f, rel) for f in self.folders for rel in f.notes()]
 
     # ---- searching --------------------------------------------------------------------------
@@ -257,10 +238,11 @@ class Library:
         self.service.wait_open(OPEN_WAIT_S)
         notes = list(request.notes)
         used = request.mode or self.settings.mode
-        if used != "keyword" and not self.wait_model(max(0.0, asked + MODEL_WAIT_S
-                                                         - time.monotonic())):
-            why = (f"the embedding model could not be loaded ({self.model_error})"
-                   if self.model_error else "the embedding model is still loading")
+        if used != "keyword" and not self.service.wait_model(
+                max(0.0, asked + MODEL_WAIT_S - time.monotonic())):
+            error = self.service.model_error
+            why = (f"the embedding model could not be loaded ({error})" if error
+                   else "the embedding model is still loading")
             notes.append(f"{why}: these are keyword matches only; ask again for ranking by "
                          f"meaning")
             used = "keyword"
@@ -310,10 +292,11 @@ class Library:
         loc, text = self.read(path)
         request = RelatedRequest.build(loc.rel, line, text=text, k=limit, min_score=min_score)
         self.service.wait_open(OPEN_WAIT_S)
-        if not self.wait_model():
-            raise LibraryError("the embedding model is still loading; related sections need it. "
-                               "Try again in a few seconds" if not self.model_error else
-                               f"the embedding model could not be loaded: {self.model_error}")
+        if not self.service.wait_model(MODEL_WAIT_S):
+            error = self.service.model_error
+            raise LibraryError(f"the embedding model could not be loaded: {error}" if error
+                               else "the embedding model is still loading; related sections "
+                                    "need it. Try again in a few seconds")
         return loc, loc.folder.related(request)
 
     # ---- updating ---------------------------------------------------------------------------
@@ -403,12 +386,12 @@ class Library:
         return {
             "index": self.index_state(),
             "folders": folders,
-            "model": {"name": getattr(self.embedder, "name", None),
+            "model": {"name": service.embedder.name if service else None,
                       "state": "loading" if service is None or service.model_state in (
                           "not-loaded", "loading") else service.model_state,
-                      "error": self.model_error},
-            "watching": bool(service is not None and service.watching),
-            "changes_seen": service.changes_seen if service is not None else 0,
+                      "error": service.model_error if service else None},
+            "watching": bool(service and service.watching),
+            "changes_seen": service.changes_seen if service else 0,
             "last_change": _iso(service.last_change) if service and service.last_change
             else None,
             "token_estimate": counter().name,
@@ -432,7 +415,6 @@ class Library:
     def close(self, timeout: float = 3.0) -> bool:
         """Stop watching and close every index; False when a writer did not stop within
         ``timeout`` (the indexes are then abandoned: the next open repairs any half-write)."""
-        self._closed = True
         return self.service is None or self.service.close(timeout)
 
 

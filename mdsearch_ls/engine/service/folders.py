@@ -131,10 +131,6 @@ class Folders:
         self._model_ready = threading.Event()
         return True
 
-    @property
-    def model_loaded(self) -> bool:
-        return self.embedder.loaded
-
     def load_model(self, on_done: Callable[[Exception | None], None] | None = None) -> bool:
         """Load the shared model on a thread of its own (seconds), so a server answers while it
         loads. False when it is loaded or loading already (``on_done`` is then not called)."""
