@@ -2,9 +2,10 @@
 
 Protocol-free (the tools in :mod:`mdsearch_ls.mcp.tools` turn its answers into MCP results), so
 it can be driven in-process by tests. Everything slow happens in the background: importing the
-engine, loading the model, opening each index and its first index run all start when the server
-starts and never hold up ``initialize``; a request that needs them waits for them with a deadline
-and otherwise answers with what there is and the state of the index.
+engine, loading the model, opening each index and its first index run all start when the library
+is made and never hold up ``initialize``; a request that needs them waits for them with a
+deadline and otherwise answers with what there is and the state of the index. (So the engine is
+imported inside the methods that run after that start, never at the top of this module.)
 
 Paths: with one root, a note's path is its path relative to that root. With several, it is
 ``<folder name>/<path>``, the folder name being the root's own name (``notes``, ``notes-2`` when
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mdsearch_ls.config import Settings
+from mdsearch_ls.mcp.tokens import counter
 
 log = logging.getLogger(__name__)
 
@@ -65,45 +67,28 @@ class Library:
 
     def __init__(
         self, roots: Iterable[Path | str], settings: Settings, *, embedder: Any = None,
-        remote: bool = False,
+        remote: bool = False, watch: bool = True,
     ) -> None:
-        """``embedder``: the model to use instead of the one the settings name (tests).
-        ``remote``: callers are on other machines (HTTP), so answers never show this machine's
-        paths: a folder is its name."""
+        """Starts everything slow on a background thread and returns at once. ``embedder``: the
+        model to use instead of the one the settings name (tests). ``remote``: callers are on
+        other machines (HTTP), so answers never show this machine's paths: a folder is its
+        name. ``watch``: learn of changes on disk (tests that change nothing turn it off)."""
         self.settings = settings
         self.remote = remote
-        self._start_once = threading.Lock()
-        self._start_called = False
-        resolved: list[Path] = []
-        for r in roots:
-            p = Path(r).expanduser().resolve()
-            if p not in resolved:
-                resolved.append(p)
-        self.roots = resolved
-        self.names = _names(resolved)
+        self.roots = list(dict.fromkeys(Path(r).expanduser().resolve() for r in roots))
+        self.names = _names(self.roots)
         self.service: Any = None  # mdsearch_ls.engine.api.Folders, made in the background
         self.folders: list[Any] = []  # its IndexedFolders, in the order of the roots
-        self._embedder: Any = embedder
         self.start_error: str | None = None
         self._started = threading.Event()
-
-    # ---- starting ---------------------------------------------------------------------------
-
-    def start(self, *, watch: bool = True) -> None:
-        """Start everything slow on a background thread; returns at once. Only the first call
-        starts anything (stateless HTTP enters the SDK's lifespan once per request)."""
-        with self._start_once:
-            if self._start_called:
-                return
-            self._start_called = True
-        threading.Thread(target=self._start, args=(watch,), name="mdsearch-start",
+        threading.Thread(target=self._start, args=(embedder, watch), name="mdsearch-start",
                          daemon=True).start()
 
-    def _start(self, watch: bool) -> None:
+    def _start(self, embedder: Any, watch: bool) -> None:
         try:
             from mdsearch_ls.engine.api import Folders
 
-            self.service = Folders(self.settings, embedder=self._embedder, watch=watch,
+            self.service = Folders(self.settings, embedder=embedder, watch=watch,
                                    on_message=lambda text, level: log.info("%s", text))
             self.service.load_model()
             for root in self.roots:
@@ -120,13 +105,11 @@ class Library:
         except Exception as exc:
             log.exception("mdsearch could not start")
             self.start_error = str(exc)
-            self._started.set()
             return
-        self._started.set()
+        finally:
+            self._started.set()
         for folder in self.folders:
             self.service.index(folder)
-        from mdsearch_ls.mcp.tokens import counter
-
         counter().load()
 
     def wait_started(self, timeout: float = START_WAIT_S) -> None:
@@ -368,8 +351,6 @@ class Library:
         return self.service.index_state()
 
     def status(self) -> dict[str, Any]:
-        from mdsearch_ls.mcp.tokens import counter
-
         folders = []
         if self._started.is_set() and not self.start_error:
             for folder in self.folders:

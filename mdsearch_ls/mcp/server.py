@@ -4,8 +4,7 @@ What this module decides, and nothing else:
 
 * **Start-up order.** The SDK is imported first and the server answers ``initialize`` as soon as
   it reads it; the engine import, the model and the first index start on background threads
-  (:meth:`Library.start`) when the server loop starts, so nothing slow stands between a client and
-  its handshake.
+  when the :class:`Library` is made, so nothing slow stands between a client and its handshake.
 * **Tool calls.** ``list_tools`` and ``call_tool`` are overridden (public methods of
   ``MCPServer``): the input schemas are written by hand (short, with the few words a model needs)
   and arguments are checked by :func:`tools.normalise` and the engine's request types instead of
@@ -23,8 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -74,18 +72,11 @@ class NotesServer(MCPServer):
 
             # Required fields of the SDK's settings; no OAuth server is offered or advertised.
             auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)
-
-        @asynccontextmanager
-        async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
-            library.start()
-            yield None
-
         super().__init__(
             name="mdsearch",
             title="mdsearch: markdown notes search",
             version=__version__,
             instructions=tools.INSTRUCTIONS,
-            lifespan=lifespan,
             log_level="WARNING",
             token_verifier=token_verifier,
             auth=auth,
@@ -213,10 +204,9 @@ def run(roots: Sequence[str], settings: Settings, *, http: str | None = None,
     library = Library(folders, settings, remote=listen is not None)
     server = NotesServer(library, token_verifier=verifier)
     try:
-        if listen is None or sock is None:
+        if listen is None:
             anyio.run(server.run_stdio_async)
         else:
-            library.start()  # once: stateless HTTP enters the SDK's lifespan per request
             web.serve(server, listen, sock, token_file, list(allow_hosts))
     except KeyboardInterrupt:
         pass

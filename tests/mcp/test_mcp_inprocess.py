@@ -28,8 +28,7 @@ def lib(tmp_path_factory: pytest.TempPathFactory, fake_embedder_cls: Any) -> Any
     base = tmp_path_factory.mktemp("mcp-inprocess")
     vault = shutil.copytree(EXAMPLE_VAULT, base / "vault")
     library = Library([vault], Settings(index_dir=str(base / "index")),
-                      embedder=fake_embedder_cls())
-    library.start(watch=False)
+                      embedder=fake_embedder_cls(), watch=False)
     wait_until(lambda: library.index_state()["state"] == "ready", 120, "index ready")
     yield library
     library.close()
@@ -206,10 +205,9 @@ def test_two_roots_with_one_name_get_distinct_names(tmp_path: Path, fake_embedde
         (root / "n.md").write_text(f"# N\n\nIn {root.parent.name}.\n", encoding="utf-8")
     # One --index-dir for two roots: an index each, in a subfolder named after the root.
     library = Library([a, b], Settings(index_dir=str(tmp_path / "idx")),
-                      embedder=fake_embedder_cls())
-    assert [library.names[a], library.names[b]] == ["notes", "notes-2"]
-    library.start(watch=False)
+                      embedder=fake_embedder_cls(), watch=False)
     try:
+        assert [library.names[a], library.names[b]] == ["notes", "notes-2"]
         wait_until(lambda: library.index_state()["state"] == "ready", 60, "ready")
         assert [Path(f["index_dir"]) for f in library.status()["folders"]] == [
             tmp_path / "idx" / "notes", tmp_path / "idx" / "notes-2"]
