@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mdsearch_ls.mcp.roots import Library
 from mdsearch_ls.mcp.tokens import counter, share
+
+if TYPE_CHECKING:  # (roots imports ToolInputError from here)
+    from mdsearch_ls.mcp.roots import Library
 
 MIN_TEXT = 40
 # The best hits are shown whole (as far as max_tokens allows); the rest as excerpts, enough to
@@ -24,7 +26,8 @@ EXCERPT_TOKENS = 60
 
 
 class ToolInputError(Exception):
-    """Arguments a tool cannot use; the message says what to change."""
+    """What a tool caller should read instead of an answer (bad arguments, a refused path, a
+    server still starting); the message is written for a person, saying what to change."""
 
 
 @dataclass

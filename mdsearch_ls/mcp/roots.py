@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mdsearch_ls.config import Settings
+from mdsearch_ls.mcp.answers import ToolInputError
 from mdsearch_ls.mcp.tokens import counter
 
 log = logging.getLogger(__name__)
@@ -41,11 +42,6 @@ log = logging.getLogger(__name__)
 START_WAIT_S = 30.0
 OPEN_WAIT_S = 30.0
 MODEL_WAIT_S = 15.0
-
-
-class LibraryError(Exception):
-    """Something a tool caller should read (a refused path, a bad argument); the message is
-    written for a person."""
 
 
 @dataclass
@@ -100,7 +96,7 @@ class Library:
                         settings, index_dir=str(Path(settings.index_dir) / name))
                 folder = self.service.add(root, settings, name=name)
                 if folder is None:
-                    raise LibraryError(f"{root} is not a folder")
+                    raise ToolInputError(f"{root} is not a folder")
                 self.folders.append(folder)
         except Exception as exc:
             log.exception("mdsearch could not start")
@@ -114,10 +110,10 @@ class Library:
 
     def wait_started(self, timeout: float = START_WAIT_S) -> None:
         if not self._started.wait(timeout):
-            raise LibraryError("mdsearch is still starting (loading the search engine); "
+            raise ToolInputError("mdsearch is still starting (loading the search engine); "
                                "try again in a few seconds")
         if self.start_error:
-            raise LibraryError(f"mdsearch could not start: {self.start_error}")
+            raise ToolInputError(f"mdsearch could not start: {self.start_error}")
 
     # ---- paths ------------------------------------------------------------------------------
 
@@ -136,19 +132,19 @@ class Library:
         a root. Nothing outside the roots is ever resolved (``..`` is normalised first)."""
         self.wait_started()
         if not isinstance(path, str) or not path.strip():
-            raise LibraryError("'path' must be the path of a note, as search results show it")
+            raise ToolInputError("'path' must be the path of a note, as search results show it")
         if "\x00" in path:  # an OS would cut the path there: refused, never shortened
-            raise LibraryError("'path' holds a NUL character; give the path of a note as "
+            raise ToolInputError("'path' holds a NUL character; give the path of a note as "
                                "search results show it")
         if len(path) > MAX_PATH_CHARS:
-            raise LibraryError(f"'path' is {len(path):,} characters long, longer than any "
+            raise ToolInputError(f"'path' is {len(path):,} characters long, longer than any "
                                f"note's path can be ({MAX_PATH_CHARS:,})")
         raw = path.strip()
         if raw.startswith("file://"):
             from urllib.parse import unquote, urlparse
 
             raw = unquote(urlparse(raw).path)
-        outside = LibraryError(f"{path} is outside the folders this server reads ("
+        outside = ToolInputError(f"{path} is outside the folders this server reads ("
                                + ", ".join(self.names[r] if self.remote else str(r)
                                            for r in self.roots) + ")")
         if os.path.isabs(raw) or raw.startswith("~"):
@@ -181,14 +177,10 @@ class Library:
     # ---- reading ----------------------------------------------------------------------------
 
     def read(self, path: Any) -> tuple[Located, str]:
-        """A note's text (any of the accepted path forms); refuses what ``read_note`` refuses."""
-        from mdsearch_ls.engine.api import RequestError
-
+        """A note's text (any of the accepted path forms); the engine's ``RequestError`` for
+        what ``read_note`` refuses."""
         loc = self.locate(path)
-        try:
-            rel, text = loc.folder.read_note(loc.rel)
-        except RequestError as exc:
-            raise LibraryError(str(exc)) from None
+        rel, text = loc.folder.read_note(loc.rel)
         return Located(loc.folder, rel), text
 
     def notes(self) -> list[tuple[Any, str]]:
@@ -215,7 +207,7 @@ class Library:
         request = SearchRequest.build(query, k=limit, mode=mode, filters=filters or None,
                                       default_k=default_limit)
         if request.empty:
-            raise LibraryError("the query has no words to search for (filters alone do not "
+            raise ToolInputError("the query has no words to search for (filters alone do not "
                                "rank anything): add some text")
         self.wait_started()
         self.service.wait_open(OPEN_WAIT_S)
@@ -277,7 +269,7 @@ class Library:
         self.service.wait_open(OPEN_WAIT_S)
         if not self.service.wait_model(MODEL_WAIT_S):
             error = self.service.model_error
-            raise LibraryError(f"the embedding model could not be loaded: {error}" if error
+            raise ToolInputError(f"the embedding model could not be loaded: {error}" if error
                                else "the embedding model is still loading; related sections "
                                     "need it. Try again in a few seconds")
         return loc, loc.folder.related(request)
@@ -295,7 +287,7 @@ class Library:
         for given in paths:
             try:
                 loc = self.locate(given)
-            except LibraryError as exc:
+            except ToolInputError as exc:
                 out.append({"path": str(given), "status": f"refused: {exc}"})
                 continue
             full = loc.folder.root / loc.rel

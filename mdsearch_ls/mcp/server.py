@@ -40,7 +40,7 @@ from mcp.types import Tool as MCPTool
 from mdsearch_ls import __version__
 from mdsearch_ls.config import Settings
 from mdsearch_ls.mcp import tools
-from mdsearch_ls.mcp.roots import Library, LibraryError
+from mdsearch_ls.mcp.roots import Library
 
 log = logging.getLogger(__name__)
 
@@ -159,13 +159,11 @@ class NotesServer(MCPServer):
                                         f"{NOTE_TEMPLATE}")
         path = unquote(text_uri[len(NOTE_PREFIX):])
         try:
-            _loc, text = await anyio.to_thread.run_sync(self.library.read, path,
-                                                           abandon_on_cancel=True)
-        except LibraryError as exc:
-            raise ResourceNotFoundError(tools.cut_echo(self.library.scrub(str(exc)))) from None
-        except OSError as exc:
-            raise ResourceNotFoundError(f"that path cannot be used: "
-                                        f"{exc.strerror or type(exc).__name__}") from None
+            _loc, text = await anyio.to_thread.run_sync(
+                tools.answered, self.library, lambda: self.library.read(path),
+                abandon_on_cancel=True)
+        except tools.ToolInputError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
         return [ReadResourceContents(content=text, mime_type="text/markdown")]
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mdsearch_ls.engine.api import MdsearchError
 from mdsearch_ls.mcp import read_section as sections
 from mdsearch_ls.mcp.answers import (
     Answer,
@@ -30,7 +31,7 @@ from mdsearch_ls.mcp.answers import (
     render_hits,
     state_note,
 )
-from mdsearch_ls.mcp.roots import Library, LibraryError
+from mdsearch_ls.mcp.roots import Library
 
 SEARCH_LIMIT = 8
 SEARCH_MAX_TOKENS = 2000
@@ -392,15 +393,18 @@ INSTRUCTIONS = (
 
 
 def call(lib: Library, name: str, arguments: dict[str, Any] | None) -> Answer:
-    """Run a tool by name: arguments normalised, errors as :class:`ToolInputError` with text
-    for the caller."""
-    from mdsearch_ls.engine.api import MdsearchError
-
+    """Run a tool by name, its arguments normalised (errors: see :func:`answered`)."""
     spec = SPECS[name]
+    return answered(lib, lambda: spec.run(lib, **normalise(spec, arguments)))
+
+
+def answered(lib: Library, run: Callable[[], Any]) -> Any:
+    """``run()``; what fails it for the caller (bad input, a refused path, an engine error) as a
+    :class:`ToolInputError` whose text is short and, to a remote caller, shows no path of this
+    machine. Tools and resources are answered through here."""
     try:
-        args = normalise(spec, arguments)
-        return spec.run(lib, **args)
-    except (ToolInputError, LibraryError, MdsearchError) as exc:
+        return run()
+    except (ToolInputError, MdsearchError) as exc:
         raise ToolInputError(cut_echo(lib.scrub(str(exc)))) from None
     except OSError as exc:  # e.g. a name too long: say why, never the server's own path
         raise ToolInputError(f"that path cannot be used: {exc.strerror or type(exc).__name__}") \

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from mcp_harness import EXAMPLE_VAULT, wait_until
 
 from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.api import RequestError
 from mdsearch_ls.mcp import answers as render
 from mdsearch_ls.mcp import tools
-from mdsearch_ls.mcp.roots import Library, LibraryError
+from mdsearch_ls.mcp.roots import Library
 from mdsearch_ls.mcp.tokens import TokenCounter, share
 
 TOKENS = TokenCounter()
@@ -194,7 +195,7 @@ def test_paths_resolve_inside_the_root_only(lib) -> None:
     assert lib.locate("./finance/../finance/Expense policy.md").rel == "finance/Expense policy.md"
     assert lib.locate("vault/Home.md").rel == "Home.md"  # the root's own name in front
     for bad in ("../x.md", "finance/../../x.md", "/etc/passwd", str(root.parent / "x.md")):
-        with pytest.raises(LibraryError, match="outside the folders"):
+        with pytest.raises(tools.ToolInputError, match="outside the folders"):
             lib.locate(bad)
 
 
@@ -214,7 +215,7 @@ def test_two_roots_with_one_name_get_distinct_names(tmp_path: Path, fake_embedde
         assert all(not f["read_only"] for f in library.status()["folders"])
         assert library.locate("notes-2/n.md").folder.root == b
         assert library.read("notes/n.md")[1] == "# N\n\nIn x.\n"
-        with pytest.raises(LibraryError, match="does not exist"):
+        with pytest.raises(RequestError, match="does not exist"):
             library.read("other/n.md")  # a subfolder of the first root, which has none
     finally:
         library.close()
