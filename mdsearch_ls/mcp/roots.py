@@ -18,7 +18,6 @@ similar head first), exactly as the language server merges its workspace folders
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import os
@@ -277,13 +276,15 @@ class Library:
     # ---- updating ---------------------------------------------------------------------------
 
     def update(self, paths: list[str], timeout: float = 30.0) -> list[dict[str, str]]:
-        """Reindex these notes now (a deleted one is dropped); one status per path given."""
-        from mdsearch_ls.engine.api import is_document, is_markdown, notes_under
+        """Reindex these notes now (a deleted one is dropped) by the engine's one rule for a
+        change on disk; one status per path given."""
+        from mdsearch_ls.engine.api import is_note_name
 
         self.wait_started()
         self.service.wait_open(OPEN_WAIT_S)
         out: list[dict[str, str]] = []
-        queued: list[tuple[int, Located, str]] = []
+        queued: list[tuple[dict[str, str], Located, bool]] = []
+        touched: dict[Path, Any] = {}  # the folders whose writes to wait for, by root
         for given in paths:
             try:
                 loc = self.locate(given)
@@ -291,44 +292,34 @@ class Library:
                 out.append({"path": str(given), "status": f"refused: {exc}"})
                 continue
             full = loc.folder.root / loc.rel
-            if full.is_dir():
-                rels = notes_under(loc.folder, loc.rel)
-                for rel in rels:
-                    loc.folder.queue(rel, "update")
-                    queued.append((len(out), Located(loc.folder, rel), "update"))
-                out.append({"path": self.display(loc.folder, loc.rel) or given,
-                            "status": f"folder: {len(rels)} notes queued"})
-                continue
-            if not is_markdown(loc.rel) and not (is_document(loc.rel)
-                                                 and loc.folder.accepts(loc.rel)):
-                out.append({"path": self.display(loc.folder, loc.rel),
-                            "status": "refused: not a markdown note (.md, .markdown)"})
-                continue
-            op = "update" if full.is_file() else "delete"
-            loc.folder.queue(loc.rel, op)
-            queued.append((len(out), loc, op))
-            out.append({"path": self.display(loc.folder, loc.rel), "status": "queued"})
-        # One wait per folder touched: done once the changes queued above are written.
-        waits = {id(q[1].folder): q[1].folder.settled() for q in queued}
-        deadline = time.monotonic() + timeout
-        for fut in waits.values():
-            with contextlib.suppress(Exception):
-                fut.result(max(0.0, deadline - time.monotonic()))
-        for i, loc, op in queued:
-            if out[i]["status"].startswith("folder:"):
-                continue
-            if not loc.folder.held:
-                out[i]["status"] = ("not indexed here: another mdsearch process (an editor) "
-                                    "holds this index and indexes the change itself")
-            elif not waits[id(loc.folder)].done():
-                out[i]["status"] = "queued: the index is busy (first index); it is included"
-            elif op == "delete":
-                out[i]["status"] = "removed (the file no longer exists)"
-            elif loc.folder.is_indexed(loc.rel):
-                out[i]["status"] = "indexed"
+            entry = {"path": self.display(loc.folder, loc.rel) or given, "status": "queued"}
+            out.append(entry)
+            if not full.is_dir() and not is_note_name(loc.rel, loc.folder.settings.include_formats):
+                entry["status"] = "refused: not a markdown note (.md, .markdown)"
+            elif not loc.folder.held:
+                entry["status"] = ("not indexed here: another mdsearch process (an editor) "
+                                   "holds this index and indexes the change itself")
+            elif full.is_dir():
+                entry["status"] = f"folder: {self.service.changed(full, True)} notes queued"
+                touched[loc.folder.root] = loc.folder
             else:
-                out[i]["status"] = ("not indexed: excluded by the settings or .gitignore, "
-                                    "empty, or unreadable")
+                self.service.changed(full, full.is_file())
+                queued.append((entry, loc, full.is_file()))
+                touched[loc.folder.root] = loc.folder
+        # One wait per folder touched: done once the changes queued above are written.
+        deadline = time.monotonic() + timeout
+        settled = {root: self.service.settled([folder], max(0.0, deadline - time.monotonic()))
+                   for root, folder in touched.items()}
+        for entry, loc, exists in queued:
+            if not settled[loc.folder.root]:
+                entry["status"] = "queued: the index is busy (first index); it is included"
+            elif not exists:
+                entry["status"] = "removed (the file no longer exists)"
+            elif loc.folder.is_indexed(loc.rel):
+                entry["status"] = "indexed"
+            else:
+                entry["status"] = ("not indexed: excluded by the settings or .gitignore, "
+                                   "empty, or unreadable")
         return out
 
     # ---- status -----------------------------------------------------------------------------
