@@ -110,7 +110,7 @@ class Library:
     def wait_started(self, timeout: float = START_WAIT_S) -> None:
         if not self._started.wait(timeout):
             raise ToolInputError("mdsearch is still starting (loading the search engine); "
-                               "try again in a few seconds")
+                                 "try again in a few seconds")
         if self.start_error:
             raise ToolInputError(f"mdsearch could not start: {self.start_error}")
 
@@ -134,18 +134,18 @@ class Library:
             raise ToolInputError("'path' must be the path of a note, as search results show it")
         if "\x00" in path:  # an OS would cut the path there: refused, never shortened
             raise ToolInputError("'path' holds a NUL character; give the path of a note as "
-                               "search results show it")
+                                 "search results show it")
         if len(path) > MAX_PATH_CHARS:
             raise ToolInputError(f"'path' is {len(path):,} characters long, longer than any "
-                               f"note's path can be ({MAX_PATH_CHARS:,})")
+                                 f"note's path can be ({MAX_PATH_CHARS:,})")
         raw = path.strip()
         if raw.startswith("file://"):
             from urllib.parse import unquote, urlparse
 
             raw = unquote(urlparse(raw).path)
         outside = ToolInputError(f"{path} is outside the folders this server reads ("
-                               + ", ".join(self.names[r] if self.remote else str(r)
-                                           for r in self.roots) + ")")
+                                 + ", ".join(self.names[r] if self.remote else str(r)
+                                             for r in self.roots) + ")")
         if os.path.isabs(raw) or raw.startswith("~"):
             found = self.service.locate(Path(raw).expanduser())
             if found is None:
@@ -207,7 +207,7 @@ class Library:
                                       default_k=default_limit)
         if request.empty:
             raise ToolInputError("the query has no words to search for (filters alone do not "
-                               "rank anything): add some text")
+                                 "rank anything): add some text")
         self.wait_started()
         self.service.wait_open(OPEN_WAIT_S)
         notes = list(request.notes)
@@ -258,20 +258,19 @@ class Library:
             return []
         return mine or None
 
-    def related(self, path: Any, line: int, limit: Any, min_score: float) -> tuple[Located, Any]:
-        """The section at ``line`` (0-based) of a note, and sections of other notes like it
-        (from the note's own folder)."""
+    def related(self, loc: Located, text: str, line: int, limit: Any, min_score: float) -> Any:
+        """Sections of other notes like the section at ``line`` (0-based) of a note read by
+        :meth:`read`, from the note's own folder."""
         from mdsearch_ls.engine.api import RelatedRequest
 
-        loc, text = self.read(path)
         request = RelatedRequest.build(loc.rel, line, text=text, k=limit, min_score=min_score)
         self.service.wait_open(OPEN_WAIT_S)
         if not self.service.wait_model(MODEL_WAIT_S):
             error = self.service.model_error
             raise ToolInputError(f"the embedding model could not be loaded: {error}" if error
-                               else "the embedding model is still loading; related sections "
-                                    "need it. Try again in a few seconds")
-        return loc, loc.folder.related(request)
+                                 else "the embedding model is still loading; related sections "
+                                      "need it. Try again in a few seconds")
+        return loc.folder.related(request)
 
     # ---- updating ---------------------------------------------------------------------------
 

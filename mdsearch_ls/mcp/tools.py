@@ -207,12 +207,11 @@ def related_sections(
     if limit is None:
         limit = RELATED_LIMIT
     loc, text = lib.read(path)
+    shown = lib.display(loc.folder, loc.rel)
     count = len(lines_of(text))
     if line1 > count:
-        shown_path = lib.display(loc.folder, loc.rel)
-        raise ToolInputError(f"'line' {line1} is past the end of {shown_path} ({count} lines)")
-    loc, related = lib.related(path, line1 - 1, limit, RELATED_MIN_SCORE)
-    shown = lib.display(loc.folder, loc.rel)
+        raise ToolInputError(f"'line' {line1} is past the end of {shown} ({count} lines)")
+    related = lib.related(loc, text, line1 - 1, limit, RELATED_MIN_SCORE)
     section = " > ".join(related.section.breadcrumb) if related.section else None
     found = [(loc.folder, h) for h in related.hits]
     notes: list[str] = []
