@@ -11,9 +11,8 @@ Paths: with one root, a note's path is its path relative to that root. With seve
 ``<folder name>/<path>``, the folder name being the root's own name (``notes``, ``notes-2`` when
 two roots share one). Every path a caller gives is resolved to exactly one folder or refused.
 
-Several roots are one searchable set: each folder answers the query with its own ranking, and
-the lists are merged by the engine's ``merge_rankings`` (each folder's order kept, the most
-similar head first), exactly as the language server merges its workspace folders.
+Several roots are one searchable set: the engine's :class:`Folders` keeps them, searches each
+and merges the rankings exactly as it does for the language server's workspace folders.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.mcp.answers import ToolInputError
@@ -107,8 +107,8 @@ class Library:
             self.service.index(folder)
         counter().load()
 
-    def wait_started(self, timeout: float = START_WAIT_S) -> None:
-        if not self._started.wait(timeout):
+    def wait_started(self) -> None:
+        if not self._started.wait(START_WAIT_S):
             raise ToolInputError("mdsearch is still starting (loading the search engine); "
                                  "try again in a few seconds")
         if self.start_error:
@@ -140,8 +140,6 @@ class Library:
                                  f"note's path can be ({MAX_PATH_CHARS:,})")
         raw = path.strip()
         if raw.startswith("file://"):
-            from urllib.parse import unquote, urlparse
-
             raw = unquote(urlparse(raw).path)
         outside = ToolInputError(f"{path} is outside the folders this server reads ("
                                  + ", ".join(self.names[r] if self.remote else str(r)
@@ -151,27 +149,17 @@ class Library:
             if found is None:
                 raise outside
             return Located(*found)
-        candidates: list[Located] = []
         first, _, rest = raw.replace("\\", "/").lstrip("./").partition("/")
-        for folder in self.folders:
-            if self.multi and first == folder.name and rest:
-                rel = folder.note_path(rest)
-                if rel:
-                    candidates.append(Located(folder, rel))
-        for folder in self.folders:
-            rel = folder.note_path(raw)
-            if rel:
-                candidates.append(Located(folder, rel))
-            if not self.multi and first == folder.name and rest:
-                rel = folder.note_path(rest)  # "vault/x.md" for the root named vault
-                if rel:
-                    candidates.append(Located(folder, rel))
+        named = [(f, rest) for f in self.folders if rest and f.name == first]
+        plain = [(f, raw) for f in self.folders]
+        # With several roots "notes-2/x.md" is x.md of the folder named notes-2, before anything
+        # else; with one root named vault, "vault/x.md" is tried after the path as given.
+        tries = named + plain if self.multi else plain + named
+        candidates = [Located(f, rel) for f, p in tries if (rel := f.note_path(p))]
         if not candidates:
             raise outside
-        for c in candidates:
-            if (c.folder.root / c.rel).exists():
-                return c
-        return candidates[0]
+        # Of several readings, one that names a file that exists wins.
+        return next((c for c in candidates if (c.folder.root / c.rel).exists()), candidates[0])
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -197,9 +185,9 @@ class Library:
         filters: dict[str, Any],
         default_limit: int,
     ) -> tuple[list[tuple[Any, Any]], list[str], str]:
-        """The ``(folder, hit)`` pairs of all folders as the engine merges them (see the module
-        docstring), notes for the caller, and the mode that was used. Raises RequestError (from
-        the engine) for a bad request."""
+        """The ``(folder, hit)`` pairs of all folders as the engine merges them, notes for the
+        caller, and the mode that was used. Raises RequestError (from the engine) for a bad
+        request."""
         from mdsearch_ls.engine.api import SearchRequest
 
         asked = time.monotonic()
@@ -220,18 +208,15 @@ class Library:
             notes.append(f"{why}: these are keyword matches only; ask again for ranking by "
                          f"meaning")
             used = "keyword"
-        path_filter = (filters or {}).get("path")
 
         def per_folder(folder: Any) -> Any:
-            own = dict(filters or {})
-            if self.multi and path_filter:
-                routed = self._route_paths(folder, path_filter)
+            own = dict(filters)
+            if self.multi and own.get("path"):
+                routed = self._route_paths(folder, own.pop("path"))
                 if routed is None:
                     return None  # the path filter names other folders only
                 if routed:
-                    own["path"] = routed
-                else:
-                    del own["path"]  # "name/": all of this folder
+                    own["path"] = routed  # (none: "name/", all of this folder)
             return SearchRequest.build(query, k=request.k, mode=used, filters=own or None,
                                        min_score=request.min_score)
 
@@ -239,23 +224,18 @@ class Library:
 
     def _route_paths(self, folder: Any, values: Any) -> list[str] | None:
         """The ``path`` filter values meant for this folder: ``name/sub/`` is this folder's
-        ``sub/``; a value naming no folder applies to every folder."""
-        values = [values] if isinstance(values, str) else list(values)
+        ``sub/`` and ``name/`` all of it ([]); a value naming no folder applies to every folder.
+        None: the values name other folders only."""
         names = {f.name for f in self.folders}
         mine: list[str] = []
-        whole = False
-        for v in values:
-            head, _, rest = str(v).partition("/")
-            if head in names:
-                if head == folder.name:
-                    if rest:
-                        mine.append(rest)
-                    else:
-                        whole = True
-            else:
-                mine.append(v)
-        if whole:
-            return []
+        for value in [values] if isinstance(values, str) else values:
+            head, _, rest = str(value).partition("/")
+            if head not in names:
+                mine.append(value)
+            elif head == folder.name:
+                if not rest:
+                    return []
+                mine.append(rest)
         return mine or None
 
     def related(self, loc: Located, text: str, line: int, limit: Any, min_score: float) -> Any:
@@ -333,18 +313,17 @@ class Library:
         return self.service.index_state()
 
     def status(self) -> dict[str, Any]:
+        shown = ("name", "state", "index", "files", "chunks", "read_only", "held_by", "queue",
+                 "last_update", "last_error")
+        if not self.remote:  # a remote caller sees no path of this machine
+            shown = (*shown, "root", "index_dir")
         folders = []
-        if self._started.is_set() and not self.start_error:
-            for folder in self.folders:
-                st = folder.status()
-                shown = ("name", "state", "index", "files", "chunks", "read_only", "held_by",
-                         "queue", "last_update", "last_error")
-                if not self.remote:
-                    shown = (*shown, "root", "index_dir")
-                entry = {key: st.get(key) for key in shown}
-                if self.remote and entry["last_error"]:
-                    entry["last_error"] = self.scrub(entry["last_error"])
-                folders.append(entry)
+        for folder in self.folders:
+            st = folder.status()
+            entry = {key: st.get(key) for key in shown}
+            if entry["last_error"]:
+                entry["last_error"] = self.scrub(entry["last_error"])
+            folders.append(entry)
         service = self.service
         return {
             "index": self.index_state(),
@@ -383,13 +362,11 @@ class Library:
 
 def _names(roots: list[Path]) -> dict[Path, str]:
     names: dict[Path, str] = {}
-    used: set[str] = set()
     for root in roots:
         base = root.name or "root"
         name, n = base, 2
-        while name in used:
+        while name in names.values():
             name, n = f"{base}-{n}", n + 1
-        used.add(name)
         names[root] = name
     return names
 
