@@ -1,4 +1,4 @@
-"""The five MCP tools: their contract and the arguments they accept (renderings: :mod:`.render`).
+"""The five MCP tools: their contract and the arguments they accept (renderings: :mod:`.answers`).
 
 SDK-free on purpose: each tool takes plain arguments and returns an :class:`Answer` (the
 ``structuredContent`` object and the compact text a model reads), so the tools can be called
@@ -55,10 +55,6 @@ class Spec:
     lists: frozenset[str] = frozenset()
     ints: frozenset[str] = frozenset()
 
-    @property
-    def params(self) -> list[str]:
-        return list(self.schema["properties"])
-
 
 # ---- arguments --------------------------------------------------------------------------------
 
@@ -80,7 +76,7 @@ def normalise(spec: Spec, arguments: dict[str, Any] | None) -> dict[str, Any]:
         raise ToolInputError(
             f"unknown argument{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(repr(u) for u in unknown)} for {spec.name}; valid: "
-            f"{', '.join(spec.params)}"
+            f"{', '.join(spec.schema['properties'])}"
         )
     for name in spec.lists & out.keys():
         out[name] = _as_list(out[name])
