@@ -430,17 +430,17 @@ def _started_by_hand(what: str, client: str) -> None:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from mdsearch_ls.mcp import main as mcp_main  # (the MCP SDK: 0.3 s, for this command alone)
-
     if args.print_config:
         return print_config(args)
+    from mdsearch_ls.mcp.server import run as mcp_run  # (the MCP SDK: 0.3 s, for serving alone)
+
     if args.http is None:
         _started_by_hand("mdsearch mcp, an MCP server,", "an AI assistant (an MCP client)")
     settings = _settings(args)
     if args.yes:
         settings = dataclasses.replace(settings, allow_any_root=True)
-    return mcp_main(args.root or ["."], settings, http=args.http,
-                    token_file=args.token_file, allow_hosts=args.allow_host or [])
+    return mcp_run(args.root or ["."], settings, http=args.http,
+                   token_file=args.token_file, allow_hosts=args.allow_host or [])
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -84,7 +84,6 @@ _WHERE: dict[str, tuple[str, str]] = {
     "lone_surrogate_field": ("mdsearch_ls.engine.notes.decoding", "lone_surrogate_field"),
     "match_spans": ("mdsearch_ls.engine.search.highlight", "match_spans"),
     "merge_rankings": ("mdsearch_ls.engine.search.merging", "merge_rankings"),
-    "notes_under": ("mdsearch_ls.engine.service.folders", "notes_under"),
     "outline": ("mdsearch_ls.engine.notes.outline", "outline"),
     "plain_text": ("mdsearch_ls.engine.search.preview", "plain_text"),
     "query_terms": ("mdsearch_ls.engine.search.highlight", "query_terms"),

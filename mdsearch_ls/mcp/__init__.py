@@ -11,20 +11,4 @@ language server; it holds no search logic. Layout:
 * :mod:`.roots`: the folders served, through the engine's ``Folders`` (protocol-free; the
   engine watches the notes of the folders this process holds);
 * :mod:`.tokens`: the token estimate behind every ``max_tokens``.
-
-Importing this package is cheap: the SDK and the engine load only when :func:`main` runs.
 """
-
-from __future__ import annotations
-
-from collections.abc import Sequence
-
-from mdsearch_ls.config import Settings
-
-
-def main(roots: Sequence[str], settings: Settings, *, http: str | None = None,
-         token_file: str | None = None, allow_hosts: Sequence[str] = ()) -> int:
-    """Serve the folders ``roots`` over stdio until the client closes stdin, or over HTTP."""
-    from mdsearch_ls.mcp.server import run
-
-    return run(roots, settings, http=http, token_file=token_file, allow_hosts=allow_hosts)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mdsearch_ls.mcp.roots import FoundHit, Library
 from mdsearch_ls.mcp.tokens import counter, share
+
+if TYPE_CHECKING:  # (roots imports ToolInputError from here)
+    from mdsearch_ls.mcp.roots import Library
 
 MIN_TEXT = 40
 # The best hits are shown whole (as far as max_tokens allows); the rest as excerpts, enough to
@@ -24,7 +26,8 @@ EXCERPT_TOKENS = 60
 
 
 class ToolInputError(Exception):
-    """Arguments a tool cannot use; the message says what to change."""
+    """What a tool caller should read instead of an answer (bad arguments, a refused path, a
+    server still starting); the message is written for a person, saying what to change."""
 
 
 @dataclass
@@ -117,24 +120,24 @@ def _fit(
 # ---- search_markdown --------------------------------------------------------------------------
 
 
-def _hit_texts(lib: Library, found: Sequence[FoundHit]) -> list[tuple[str, int]]:
+def _hit_texts(found: Sequence[tuple[Any, Any]]) -> list[tuple[str, int]]:
     """Each hit's section text from the note on disk (read once per note), and the 0-based
     line it starts at; the engine's snippet when the note cannot be read any more."""
     cache: dict[tuple[int, str], list[str] | None] = {}
     out = []
-    for f in found:
-        key = (id(f.folder), f.hit.path)
+    for folder, hit in found:
+        key = (id(folder), hit.path)
         if key not in cache:
             try:
-                _, text = f.folder.read_note(f.hit.path)
+                _, text = folder.read_note(hit.path)
                 cache[key] = lines_of(text)
             except Exception:
                 cache[key] = None
         lines = cache[key]
-        if lines is None or f.hit.start_line >= len(lines):
-            out.append((f.hit.snippet or "", f.hit.start_line))
+        if lines is None or hit.start_line >= len(lines):
+            out.append((hit.snippet or "", hit.start_line))
         else:
-            out.append(_body(lines, f.hit.start_line, f.hit.end_line))
+            out.append(_body(lines, hit.start_line, hit.end_line))
     return out
 
 
@@ -152,7 +155,7 @@ def _hit_head(i: int, path: str, hit: Any) -> str:
     stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     if len(crumbs) > 1 and norm(crumbs[0]) == norm(stem):
         crumbs = crumbs[1:]
-    page = f" (page {hit.page})" if getattr(hit, "page", None) is not None else ""
+    page = f" (page {hit.page})" if hit.page is not None else ""
     return (f"[{i}] {path}:{hit.start_line + 1}-{hit.end_line + 1}{page} · "
             f"{' > '.join(crumbs)}{score}")
 
@@ -165,15 +168,17 @@ def _marker(next_line: int, last_line: int) -> str:
 
 
 def render_hits(
-    lib: Library, found: list[FoundHit], header: str, notes: list[str], budget: int
+    lib: Library, found: list[tuple[Any, Any]], header: str, notes: list[str], budget: int
 ) -> tuple[list[dict[str, Any]], str, int]:
     """Results and their text rendering within ``budget``: hits beyond what even their header
-    lines fit are dropped (a note says so), the texts share what is left."""
+    lines fit are dropped (a note says so), the texts share what is left. ``found``: the
+    ``(folder, hit)`` pairs the engine's ``Folders.search`` gives."""
     count = counter().count
-    texts = _hit_texts(lib, found)
-    paths = [lib.display(f.folder, f.hit.path) for f in found]
-    heads = [_hit_head(i + 1, paths[i], f.hit) for i, f in enumerate(found)]
-    markers = [count(_marker(f.hit.end_line + 1, f.hit.end_line + 1)) for f in found]
+    hits = [hit for _, hit in found]
+    texts = _hit_texts(found)
+    paths = [lib.display(folder, hit.path) for folder, hit in found]
+    heads = [_hit_head(i + 1, paths[i], hit) for i, hit in enumerate(hits)]
+    markers = [count(_marker(hit.end_line + 1, hit.end_line + 1)) for hit in hits]
     notes = list(notes)
     keep = len(found)
     while True:
@@ -192,23 +197,23 @@ def render_hits(
     while True:
         results, blocks = [], []
         for i in range(keep):
-            f, (body, start0) = found[i], texts[i]
+            hit, (body, start0) = hits[i], texts[i]
             shown, cut = fitted[i]
             block = [heads[i]]
             if shown:
                 block.append(shown)
             if cut:
                 next_line = _next_line(body, shown, start0)
-                block.append(_marker(next_line, f.hit.end_line + 1))
+                block.append(_marker(next_line, hit.end_line + 1))
             blocks.append("\n".join(block))
             results.append({
                 "path": paths[i],
-                "heading_path": f.hit.breadcrumb,
-                "start_line": f.hit.start_line + 1,
-                "end_line": f.hit.end_line + 1,
-                "score": _score(f.hit),
-                "keyword_rank": f.hit.keyword_rank,
-                **({"page": f.hit.page} if getattr(f.hit, "page", None) is not None else {}),
+                "heading_path": hit.breadcrumb,
+                "start_line": hit.start_line + 1,
+                "end_line": hit.end_line + 1,
+                "score": _score(hit),
+                "keyword_rank": hit.keyword_rank,
+                **({"page": hit.page} if hit.page is not None else {}),
                 "text": shown,
                 "truncated": cut,
                 "tokens": count(shown),

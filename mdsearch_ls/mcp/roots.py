@@ -2,22 +2,21 @@
 
 Protocol-free (the tools in :mod:`mdsearch_ls.mcp.tools` turn its answers into MCP results), so
 it can be driven in-process by tests. Everything slow happens in the background: importing the
-engine, loading the model, opening each index and its first index run all start when the server
-starts and never hold up ``initialize``; a request that needs them waits for them with a deadline
-and otherwise answers with what there is and the state of the index.
+engine, loading the model, opening each index and its first index run all start when the library
+is made and never hold up ``initialize``; a request that needs them waits for them with a
+deadline and otherwise answers with what there is and the state of the index. (So the engine is
+imported inside the methods that run after that start, never at the top of this module.)
 
 Paths: with one root, a note's path is its path relative to that root. With several, it is
 ``<folder name>/<path>``, the folder name being the root's own name (``notes``, ``notes-2`` when
 two roots share one). Every path a caller gives is resolved to exactly one folder or refused.
 
-Several roots are one searchable set: each folder answers the query with its own ranking, and
-the lists are merged by the engine's ``merge_rankings`` (each folder's order kept, the most
-similar head first), exactly as the language server merges its workspace folders.
+Several roots are one searchable set: the engine's :class:`Folders` keeps them, searches each
+and merges the rankings exactly as it does for the language server's workspace folders.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import os
@@ -27,8 +26,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from mdsearch_ls.config import Settings
+from mdsearch_ls.mcp.answers import ToolInputError
+from mdsearch_ls.mcp.tokens import counter
 
 log = logging.getLogger(__name__)
 
@@ -41,25 +43,12 @@ OPEN_WAIT_S = 30.0
 MODEL_WAIT_S = 15.0
 
 
-class LibraryError(Exception):
-    """Something a tool caller should read (a refused path, a bad argument); the message is
-    written for a person."""
-
-
 @dataclass
 class Located:
     """A path a caller gave, resolved: the folder and the note's path inside it."""
 
     folder: Any  # mdsearch_ls.engine.api.IndexedFolder
     rel: str
-
-
-@dataclass
-class FoundHit:
-    """A hit with its folder, so it can be shown with an unambiguous path."""
-
-    folder: Any  # mdsearch_ls.engine.api.IndexedFolder
-    hit: Any  # mdsearch_ls.engine.api.Hit
 
 
 MAX_PATH_CHARS = 4096
@@ -73,46 +62,28 @@ class Library:
 
     def __init__(
         self, roots: Iterable[Path | str], settings: Settings, *, embedder: Any = None,
-        remote: bool = False,
+        remote: bool = False, watch: bool = True,
     ) -> None:
-        """``embedder``: the model to use instead of the one the settings name (tests).
-        ``remote``: callers are on other machines (HTTP), so answers never show this machine's
-        paths: a folder is its name."""
+        """Starts everything slow on a background thread and returns at once. ``embedder``: the
+        model to use instead of the one the settings name (tests). ``remote``: callers are on
+        other machines (HTTP), so answers never show this machine's paths: a folder is its
+        name. ``watch``: learn of changes on disk (tests that change nothing turn it off)."""
         self.settings = settings
         self.remote = remote
-        self._start_once = threading.Lock()
-        self._start_called = False
-        resolved: list[Path] = []
-        for r in roots:
-            p = Path(r).expanduser().resolve()
-            if p not in resolved:
-                resolved.append(p)
-        self.roots = resolved
-        self.names = _names(resolved)
+        self.roots = list(dict.fromkeys(Path(r).expanduser().resolve() for r in roots))
+        self.names = _names(self.roots)
         self.service: Any = None  # mdsearch_ls.engine.api.Folders, made in the background
         self.folders: list[Any] = []  # its IndexedFolders, in the order of the roots
-        self._embedder: Any = embedder
         self.start_error: str | None = None
         self._started = threading.Event()
-        self._closed = False
-
-    # ---- starting ---------------------------------------------------------------------------
-
-    def start(self, *, watch: bool = True) -> None:
-        """Start everything slow on a background thread; returns at once. Only the first call
-        starts anything (stateless HTTP enters the SDK's lifespan once per request)."""
-        with self._start_once:
-            if self._start_called:
-                return
-            self._start_called = True
-        threading.Thread(target=self._start, args=(watch,), name="mdsearch-start",
+        threading.Thread(target=self._start, args=(embedder, watch), name="mdsearch-start",
                          daemon=True).start()
 
-    def _start(self, watch: bool) -> None:
+    def _start(self, embedder: Any, watch: bool) -> None:
         try:
             from mdsearch_ls.engine.api import Folders
 
-            self.service = Folders(self.settings, embedder=self._embedder, watch=watch,
+            self.service = Folders(self.settings, embedder=embedder, watch=watch,
                                    on_message=lambda text, level: log.info("%s", text))
             self.service.load_model()
             for root in self.roots:
@@ -124,42 +95,24 @@ class Library:
                         settings, index_dir=str(Path(settings.index_dir) / name))
                 folder = self.service.add(root, settings, name=name)
                 if folder is None:
-                    raise LibraryError(f"{root} is not a folder")
+                    raise ToolInputError(f"{root} is not a folder")
                 self.folders.append(folder)
         except Exception as exc:
             log.exception("mdsearch could not start")
             self.start_error = str(exc)
-            self._started.set()
             return
-        self._started.set()
+        finally:
+            self._started.set()
         for folder in self.folders:
             self.service.index(folder)
-        from mdsearch_ls.mcp.tokens import counter
-
         counter().load()
 
-    def wait_started(self, timeout: float = START_WAIT_S) -> None:
-        if not self._started.wait(timeout):
-            raise LibraryError("mdsearch is still starting (loading the search engine); "
-                               "try again in a few seconds")
+    def wait_started(self) -> None:
+        if not self._started.wait(START_WAIT_S):
+            raise ToolInputError("mdsearch is still starting (loading the search engine); "
+                                 "try again in a few seconds")
         if self.start_error:
-            raise LibraryError(f"mdsearch could not start: {self.start_error}")
-
-    @property
-    def embedder(self) -> Any:
-        return self.service.embedder if self.service is not None else self._embedder
-
-    @property
-    def model_error(self) -> str | None:
-        return self.service.model_error if self.service is not None else None
-
-    @property
-    def model_loaded(self) -> bool:
-        return self.service is not None and self.service.model_loaded
-
-    def wait_model(self, timeout: float = MODEL_WAIT_S) -> bool:
-        """Whether the model is loaded, after waiting for it at most ``timeout``."""
-        return self.service is not None and self.service.wait_model(timeout)
+            raise ToolInputError(f"mdsearch could not start: {self.start_error}")
 
     # ---- paths ------------------------------------------------------------------------------
 
@@ -178,65 +131,47 @@ class Library:
         a root. Nothing outside the roots is ever resolved (``..`` is normalised first)."""
         self.wait_started()
         if not isinstance(path, str) or not path.strip():
-            raise LibraryError("'path' must be the path of a note, as search results show it")
+            raise ToolInputError("'path' must be the path of a note, as search results show it")
         if "\x00" in path:  # an OS would cut the path there: refused, never shortened
-            raise LibraryError("'path' holds a NUL character; give the path of a note as "
-                               "search results show it")
+            raise ToolInputError("'path' holds a NUL character; give the path of a note as "
+                                 "search results show it")
         if len(path) > MAX_PATH_CHARS:
-            raise LibraryError(f"'path' is {len(path):,} characters long, longer than any "
-                               f"note's path can be ({MAX_PATH_CHARS:,})")
+            raise ToolInputError(f"'path' is {len(path):,} characters long, longer than any "
+                                 f"note's path can be ({MAX_PATH_CHARS:,})")
         raw = path.strip()
         if raw.startswith("file://"):
-            from urllib.parse import unquote, urlparse
-
             raw = unquote(urlparse(raw).path)
-        outside = LibraryError(f"{path} is outside the folders this server reads ("
-                               + ", ".join(self.names[r] if self.remote else str(r)
-                                           for r in self.roots) + ")")
+        outside = ToolInputError(f"{path} is outside the folders this server reads ("
+                                 + ", ".join(self.names[r] if self.remote else str(r)
+                                             for r in self.roots) + ")")
         if os.path.isabs(raw) or raw.startswith("~"):
             found = self.service.locate(Path(raw).expanduser())
             if found is None:
                 raise outside
             return Located(*found)
-        candidates: list[Located] = []
         first, _, rest = raw.replace("\\", "/").lstrip("./").partition("/")
-        for folder in self.folders:
-            if self.multi and first == folder.name and rest:
-                rel = folder.note_path(rest)
-                if rel:
-                    candidates.append(Located(folder, rel))
-        for folder in self.folders:
-            rel = folder.note_path(raw)
-            if rel:
-                candidates.append(Located(folder, rel))
-            if not self.multi and first == folder.name and rest:
-                rel = folder.note_path(rest)  # "vault/x.md" for the root named vault
-                if rel:
-                    candidates.append(Located(folder, rel))
+        named = [(f, rest) for f in self.folders if rest and f.name == first]
+        plain = [(f, raw) for f in self.folders]
+        # With several roots "notes-2/x.md" is x.md of the folder named notes-2, before anything
+        # else; with one root named vault, "vault/x.md" is tried after the path as given.
+        tries = named + plain if self.multi else plain + named
+        candidates = [Located(f, rel) for f, p in tries if (rel := f.note_path(p))]
         if not candidates:
             raise outside
-        for c in candidates:
-            if (c.folder.root / c.rel).exists():
-                return c
-        return candidates[0]
+        # Of several readings, one that names a file that exists wins.
+        return next((c for c in candidates if (c.folder.root / c.rel).exists()), candidates[0])
 
     # ---- reading ----------------------------------------------------------------------------
 
     def read(self, path: Any) -> tuple[Located, str]:
-        """A note's text (any of the accepted path forms); refuses what ``read_note`` refuses."""
-        from mdsearch_ls.engine.api import RequestError
-
+        """A note's text (any of the accepted path forms); the engine's ``RequestError`` for
+        what ``read_note`` refuses."""
         loc = self.locate(path)
-        try:
-            rel, text = loc.folder.read_note(loc.rel)
-        except RequestError as exc:
-            raise LibraryError(str(exc)) from None
+        rel, text = loc.folder.read_note(loc.rel)
         return Located(loc.folder, rel), text
 
     def notes(self) -> list[tuple[Any, str]]:
-        """Every indexed note, by folder."""
-        if not self._started.is_set() or self.start_error:
-            return []
+        """Every indexed note, by folder (none before the start made the folders)."""
         return [(f, rel) for f in self.folders for rel in f.notes()]
 
     # ---- searching --------------------------------------------------------------------------
@@ -249,136 +184,121 @@ class Library:
         mode: Any,
         filters: dict[str, Any],
         default_limit: int,
-    ) -> tuple[list[FoundHit], list[str], str]:
-        """Hits of all folders merged (see the module docstring), notes for the caller, and the
-        mode that was used. Raises RequestError (from the engine) for a bad request."""
+    ) -> tuple[list[tuple[Any, Any]], list[str], str]:
+        """The ``(folder, hit)`` pairs of all folders as the engine merges them, notes for the
+        caller, and the mode that was used. Raises RequestError (from the engine) for a bad
+        request."""
         from mdsearch_ls.engine.api import SearchRequest
 
         asked = time.monotonic()
         request = SearchRequest.build(query, k=limit, mode=mode, filters=filters or None,
                                       default_k=default_limit)
         if request.empty:
-            raise LibraryError("the query has no words to search for (filters alone do not "
-                               "rank anything): add some text")
+            raise ToolInputError("the query has no words to search for (filters alone do not "
+                                 "rank anything): add some text")
         self.wait_started()
         self.service.wait_open(OPEN_WAIT_S)
         notes = list(request.notes)
         used = request.mode or self.settings.mode
-        if used != "keyword" and not self.wait_model(max(0.0, asked + MODEL_WAIT_S
-                                                         - time.monotonic())):
-            why = (f"the embedding model could not be loaded ({self.model_error})"
-                   if self.model_error else "the embedding model is still loading")
+        if used != "keyword" and not self.service.wait_model(
+                max(0.0, asked + MODEL_WAIT_S - time.monotonic())):
+            error = self.service.model_error
+            why = (f"the embedding model could not be loaded ({error})" if error
+                   else "the embedding model is still loading")
             notes.append(f"{why}: these are keyword matches only; ask again for ranking by "
                          f"meaning")
             used = "keyword"
-        path_filter = (filters or {}).get("path")
 
         def per_folder(folder: Any) -> Any:
-            own = dict(filters or {})
-            if self.multi and path_filter:
-                routed = self._route_paths(folder, path_filter)
+            own = dict(filters)
+            if self.multi and own.get("path"):
+                routed = self._route_paths(folder, own.pop("path"))
                 if routed is None:
                     return None  # the path filter names other folders only
                 if routed:
-                    own["path"] = routed
-                else:
-                    del own["path"]  # "name/": all of this folder
+                    own["path"] = routed  # (none: "name/", all of this folder)
             return SearchRequest.build(query, k=request.k, mode=used, filters=own or None,
                                        min_score=request.min_score)
 
-        found = self.service.search(request, self.folders, per_folder=per_folder)
-        return [FoundHit(f, h) for f, h in found], notes, used
+        return self.service.search(request, self.folders, per_folder=per_folder), notes, used
 
     def _route_paths(self, folder: Any, values: Any) -> list[str] | None:
         """The ``path`` filter values meant for this folder: ``name/sub/`` is this folder's
-        ``sub/``; a value naming no folder applies to every folder."""
-        values = [values] if isinstance(values, str) else list(values)
+        ``sub/`` and ``name/`` all of it ([]); a value naming no folder applies to every folder.
+        None: the values name other folders only."""
         names = {f.name for f in self.folders}
         mine: list[str] = []
-        whole = False
-        for v in values:
-            head, _, rest = str(v).partition("/")
-            if head in names:
-                if head == folder.name:
-                    if rest:
-                        mine.append(rest)
-                    else:
-                        whole = True
-            else:
-                mine.append(v)
-        if whole:
-            return []
+        for value in [values] if isinstance(values, str) else values:
+            head, _, rest = str(value).partition("/")
+            if head not in names:
+                mine.append(value)
+            elif head == folder.name:
+                if not rest:
+                    return []
+                mine.append(rest)
         return mine or None
 
-    def related(self, path: Any, line: int, limit: Any, min_score: float) -> tuple[Located, Any]:
-        """The section at ``line`` (0-based) of a note, and sections of other notes like it
-        (from the note's own folder)."""
+    def related(self, loc: Located, text: str, line: int, limit: Any, min_score: float) -> Any:
+        """Sections of other notes like the section at ``line`` (0-based) of a note read by
+        :meth:`read`, from the note's own folder."""
         from mdsearch_ls.engine.api import RelatedRequest
 
-        loc, text = self.read(path)
         request = RelatedRequest.build(loc.rel, line, text=text, k=limit, min_score=min_score)
         self.service.wait_open(OPEN_WAIT_S)
-        if not self.wait_model():
-            raise LibraryError("the embedding model is still loading; related sections need it. "
-                               "Try again in a few seconds" if not self.model_error else
-                               f"the embedding model could not be loaded: {self.model_error}")
-        return loc, loc.folder.related(request)
+        if not self.service.wait_model(MODEL_WAIT_S):
+            error = self.service.model_error
+            raise ToolInputError(f"the embedding model could not be loaded: {error}" if error
+                                 else "the embedding model is still loading; related sections "
+                                      "need it. Try again in a few seconds")
+        return loc.folder.related(request)
 
     # ---- updating ---------------------------------------------------------------------------
 
     def update(self, paths: list[str], timeout: float = 30.0) -> list[dict[str, str]]:
-        """Reindex these notes now (a deleted one is dropped); one status per path given."""
-        from mdsearch_ls.engine.api import is_document, is_markdown, notes_under
+        """Reindex these notes now (a deleted one is dropped) by the engine's one rule for a
+        change on disk; one status per path given."""
+        from mdsearch_ls.engine.api import is_note_name
 
         self.wait_started()
         self.service.wait_open(OPEN_WAIT_S)
         out: list[dict[str, str]] = []
-        queued: list[tuple[int, Located, str]] = []
+        queued: list[tuple[dict[str, str], Located, bool]] = []
+        touched: dict[Path, Any] = {}  # the folders whose writes to wait for, by root
         for given in paths:
             try:
                 loc = self.locate(given)
-            except LibraryError as exc:
+            except ToolInputError as exc:
                 out.append({"path": str(given), "status": f"refused: {exc}"})
                 continue
             full = loc.folder.root / loc.rel
-            if full.is_dir():
-                rels = notes_under(loc.folder, loc.rel)
-                for rel in rels:
-                    loc.folder.queue(rel, "update")
-                    queued.append((len(out), Located(loc.folder, rel), "update"))
-                out.append({"path": self.display(loc.folder, loc.rel) or given,
-                            "status": f"folder: {len(rels)} notes queued"})
-                continue
-            if not is_markdown(loc.rel) and not (is_document(loc.rel)
-                                                 and loc.folder.accepts(loc.rel)):
-                out.append({"path": self.display(loc.folder, loc.rel),
-                            "status": "refused: not a markdown note (.md, .markdown)"})
-                continue
-            op = "update" if full.is_file() else "delete"
-            loc.folder.queue(loc.rel, op)
-            queued.append((len(out), loc, op))
-            out.append({"path": self.display(loc.folder, loc.rel), "status": "queued"})
-        # One wait per folder touched: done once the changes queued above are written.
-        waits = {id(q[1].folder): q[1].folder.settled() for q in queued}
-        deadline = time.monotonic() + timeout
-        for fut in waits.values():
-            with contextlib.suppress(Exception):
-                fut.result(max(0.0, deadline - time.monotonic()))
-        for i, loc, op in queued:
-            if out[i]["status"].startswith("folder:"):
-                continue
-            if not loc.folder.held:
-                out[i]["status"] = ("not indexed here: another mdsearch process (an editor) "
-                                    "holds this index and indexes the change itself")
-            elif not waits[id(loc.folder)].done():
-                out[i]["status"] = "queued: the index is busy (first index); it is included"
-            elif op == "delete":
-                out[i]["status"] = "removed (the file no longer exists)"
-            elif loc.folder.is_indexed(loc.rel):
-                out[i]["status"] = "indexed"
+            entry = {"path": self.display(loc.folder, loc.rel) or given, "status": "queued"}
+            out.append(entry)
+            if not full.is_dir() and not is_note_name(loc.rel, loc.folder.settings.include_formats):
+                entry["status"] = "refused: not a markdown note (.md, .markdown)"
+            elif not loc.folder.held:
+                entry["status"] = ("not indexed here: another mdsearch process (an editor) "
+                                   "holds this index and indexes the change itself")
+            elif full.is_dir():
+                entry["status"] = f"folder: {self.service.changed(full, True)} notes queued"
+                touched[loc.folder.root] = loc.folder
             else:
-                out[i]["status"] = ("not indexed: excluded by the settings or .gitignore, "
-                                    "empty, or unreadable")
+                self.service.changed(full, full.is_file())
+                queued.append((entry, loc, full.is_file()))
+                touched[loc.folder.root] = loc.folder
+        # One wait per folder touched: done once the changes queued above are written.
+        deadline = time.monotonic() + timeout
+        settled = {root: self.service.settled([folder], max(0.0, deadline - time.monotonic()))
+                   for root, folder in touched.items()}
+        for entry, loc, exists in queued:
+            if not settled[loc.folder.root]:
+                entry["status"] = "queued: the index is busy (first index); it is included"
+            elif not exists:
+                entry["status"] = "removed (the file no longer exists)"
+            elif loc.folder.is_indexed(loc.rel):
+                entry["status"] = "indexed"
+            else:
+                entry["status"] = ("not indexed: excluded by the settings or .gitignore, "
+                                   "empty, or unreadable")
         return out
 
     # ---- status -----------------------------------------------------------------------------
@@ -393,30 +313,27 @@ class Library:
         return self.service.index_state()
 
     def status(self) -> dict[str, Any]:
-        from mdsearch_ls.mcp.tokens import counter
-
+        shown = ("name", "state", "index", "files", "chunks", "read_only", "held_by", "queue",
+                 "last_update", "last_error")
+        if not self.remote:  # a remote caller sees no path of this machine
+            shown = (*shown, "root", "index_dir")
         folders = []
-        if self._started.is_set() and not self.start_error:
-            for folder in self.folders:
-                st = folder.status()
-                shown = ("name", "state", "index", "files", "chunks", "read_only", "held_by",
-                         "queue", "last_update", "last_error")
-                if not self.remote:
-                    shown = (*shown, "root", "index_dir")
-                entry = {key: st.get(key) for key in shown}
-                if self.remote and entry["last_error"]:
-                    entry["last_error"] = self.scrub(entry["last_error"])
-                folders.append(entry)
+        for folder in self.folders:
+            st = folder.status()
+            entry = {key: st.get(key) for key in shown}
+            if entry["last_error"]:
+                entry["last_error"] = self.scrub(entry["last_error"])
+            folders.append(entry)
         service = self.service
         return {
             "index": self.index_state(),
             "folders": folders,
-            "model": {"name": getattr(self.embedder, "name", None),
+            "model": {"name": service.embedder.name if service else None,
                       "state": "loading" if service is None or service.model_state in (
                           "not-loaded", "loading") else service.model_state,
-                      "error": self.model_error},
-            "watching": bool(service is not None and service.watching),
-            "changes_seen": service.changes_seen if service is not None else 0,
+                      "error": service.model_error if service else None},
+            "watching": bool(service and service.watching),
+            "changes_seen": service.changes_seen if service else 0,
             "last_change": _iso(service.last_change) if service and service.last_change
             else None,
             "token_estimate": counter().name,
@@ -440,26 +357,16 @@ class Library:
     def close(self, timeout: float = 3.0) -> bool:
         """Stop watching and close every index; False when a writer did not stop within
         ``timeout`` (the indexes are then abandoned: the next open repairs any half-write)."""
-        self._closed = True
         return self.service is None or self.service.close(timeout)
-
-
-def merge(lists: list[list[FoundHit]], k: int) -> list[FoundHit]:
-    """Per-folder rankings as one list: the engine's merge, which every front end uses."""
-    from mdsearch_ls.engine.api import merge_rankings
-
-    return merge_rankings(lists, k, lambda h: h.hit.score)
 
 
 def _names(roots: list[Path]) -> dict[Path, str]:
     names: dict[Path, str] = {}
-    used: set[str] = set()
     for root in roots:
         base = root.name or "root"
         name, n = base, 2
-        while name in used:
+        while name in names.values():
             name, n = f"{base}-{n}", n + 1
-        used.add(name)
         names[root] = name
     return names
 

@@ -4,8 +4,7 @@ What this module decides, and nothing else:
 
 * **Start-up order.** The SDK is imported first and the server answers ``initialize`` as soon as
   it reads it; the engine import, the model and the first index start on background threads
-  (:meth:`Library.start`) when the server loop starts, so nothing slow stands between a client and
-  its handshake.
+  when the :class:`Library` is made, so nothing slow stands between a client and its handshake.
 * **Tool calls.** ``list_tools`` and ``call_tool`` are overridden (public methods of
   ``MCPServer``): the input schemas are written by hand (short, with the few words a model needs)
   and arguments are checked by :func:`tools.normalise` and the engine's request types instead of
@@ -23,8 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -42,7 +40,7 @@ from mcp.types import Tool as MCPTool
 from mdsearch_ls import __version__
 from mdsearch_ls.config import Settings
 from mdsearch_ls.mcp import tools
-from mdsearch_ls.mcp.roots import Library, LibraryError
+from mdsearch_ls.mcp.roots import Library
 
 log = logging.getLogger(__name__)
 
@@ -74,18 +72,11 @@ class NotesServer(MCPServer):
 
             # Required fields of the SDK's settings; no OAuth server is offered or advertised.
             auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)
-
-        @asynccontextmanager
-        async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
-            library.start()
-            yield None
-
         super().__init__(
             name="mdsearch",
             title="mdsearch: markdown notes search",
             version=__version__,
             instructions=tools.INSTRUCTIONS,
-            lifespan=lifespan,
             log_level="WARNING",
             token_verifier=token_verifier,
             auth=auth,
@@ -168,13 +159,11 @@ class NotesServer(MCPServer):
                                         f"{NOTE_TEMPLATE}")
         path = unquote(text_uri[len(NOTE_PREFIX):])
         try:
-            _loc, text = await anyio.to_thread.run_sync(self.library.read, path,
-                                                           abandon_on_cancel=True)
-        except LibraryError as exc:
-            raise ResourceNotFoundError(tools.cut_echo(self.library.scrub(str(exc)))) from None
-        except OSError as exc:
-            raise ResourceNotFoundError(f"that path cannot be used: "
-                                        f"{exc.strerror or type(exc).__name__}") from None
+            _loc, text = await anyio.to_thread.run_sync(
+                tools.answered, self.library, lambda: self.library.read(path),
+                abandon_on_cancel=True)
+        except tools.ToolInputError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
         return [ReadResourceContents(content=text, mime_type="text/markdown")]
 
 
@@ -213,10 +202,9 @@ def run(roots: Sequence[str], settings: Settings, *, http: str | None = None,
     library = Library(folders, settings, remote=listen is not None)
     server = NotesServer(library, token_verifier=verifier)
     try:
-        if listen is None or sock is None:
+        if listen is None:
             anyio.run(server.run_stdio_async)
         else:
-            library.start()  # once: stateless HTTP enters the SDK's lifespan per request
             web.serve(server, listen, sock, token_file, list(allow_hosts))
     except KeyboardInterrupt:
         pass

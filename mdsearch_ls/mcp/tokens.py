@@ -13,64 +13,41 @@ all-MiniLM-L6-v2, run by the ``tokenizers`` library, no torch), counted without 
 * whitespace is free in it (tokens never span whitespace), so counts add up: the tokens of
   ``a + "\\n" + b`` are the tokens of ``a`` plus those of ``b``. Renderings therefore keep
   whitespace plain and never rely on indentation.
-
-Should the tokenizer be missing (a broken install), the estimate falls back to ``ceil(chars / 4)``
-and says so in ``index_status``.
 """
 
 from __future__ import annotations
 
-import logging
-import math
-import threading
+import functools
 from typing import Any
 
-log = logging.getLogger(__name__)
 
-ESTIMATE_NAME = "all-MiniLM-L6-v2 WordPiece tokens"
-FALLBACK_NAME = "characters / 4"
+@functools.cache
+def _tokenizer() -> Any:
+    """The bundled model's tokenizer, loaded once (about 0.1 s: on the start thread, not before
+    ``initialize``, which is why it is imported here)."""
+    from mdsearch_model_minilm import MODEL_DIR
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
 
 
 class TokenCounter:
     """Counts and trims text in estimated tokens (see the module docstring). Thread-safe."""
 
-    def __init__(self) -> None:
-        self._tok: Any = None
-        self._loaded = False
-        self._lock = threading.Lock()
-        self.name = ESTIMATE_NAME
-
-    def _tokenizer(self) -> Any:
-        if self._loaded:
-            return self._tok
-        with self._lock:
-            if not self._loaded:
-                try:
-                    from mdsearch_model_minilm import MODEL_DIR
-                    from tokenizers import Tokenizer
-
-                    path = MODEL_DIR / "tokenizer.json"
-                    tok = Tokenizer.from_file(str(path))
-                    tok.no_truncation()
-                    tok.no_padding()
-                    self._tok = tok
-                except Exception as exc:  # a broken install: estimate by characters
-                    log.warning("token estimate falls back to characters / 4: %s", exc)
-                    self.name = FALLBACK_NAME
-                self._loaded = True
-        return self._tok
+    name = "all-MiniLM-L6-v2 WordPiece tokens"
+    """What ``index_status`` says tokens are counted as."""
 
     def load(self) -> None:
-        """Load the tokenizer now (about 0.1 s) instead of on the first tool call."""
-        self._tokenizer()
+        """Load the tokenizer now instead of on the first tool call."""
+        _tokenizer()
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        tok = self._tokenizer()
-        if tok is None:
-            return math.ceil(len(text) / 4)
-        return len(tok.encode(text, add_special_tokens=False).ids)
+        return len(_tokenizer().encode(text, add_special_tokens=False).ids)
 
     def trim(self, text: str, limit: int) -> tuple[str, bool]:
         """The longest prefix of ``text`` within ``limit`` tokens that ends at a line end or,
@@ -80,17 +57,11 @@ class TokenCounter:
         """
         if limit <= 0:
             return "", bool(text)
-        tok = self._tokenizer()
-        if tok is None:
-            if math.ceil(len(text) / 4) <= limit:
-                return text, False
-            cut = limit * 4
-        else:
-            offsets = tok.encode(text, add_special_tokens=False).offsets
-            if len(offsets) <= limit:
-                return text, False
-            # Offsets are character positions in ``text`` (normalisation is undone by them).
-            cut = offsets[limit][0]  # the first token that does not fit starts here
+        offsets = _tokenizer().encode(text, add_special_tokens=False).offsets
+        if len(offsets) <= limit:
+            return text, False
+        # Offsets are character positions in ``text`` (normalisation is undone by them).
+        cut = offsets[limit][0]  # the first token that does not fit starts here
         head = text[:cut]
         if cut < len(text) and not text[cut].isspace() and head and not head[-1].isspace():
             # The cut falls inside a word: go back to the whitespace before it.
@@ -102,17 +73,12 @@ class TokenCounter:
         return head.rstrip(), True
 
 
-_counter: TokenCounter | None = None
-_counter_lock = threading.Lock()
+_COUNTER = TokenCounter()
 
 
 def counter() -> TokenCounter:
     """The process-wide counter (one tokenizer per process)."""
-    global _counter
-    with _counter_lock:
-        if _counter is None:
-            _counter = TokenCounter()
-        return _counter
+    return _COUNTER
 
 
 def share(needs: list[int], budget: int) -> list[int]:

@@ -1,4 +1,4 @@
-"""The five MCP tools: their contract and the arguments they accept (renderings: :mod:`.render`).
+"""The five MCP tools: their contract and the arguments they accept (renderings: :mod:`.answers`).
 
 SDK-free on purpose: each tool takes plain arguments and returns an :class:`Answer` (the
 ``structuredContent`` object and the compact text a model reads), so the tools can be called
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mdsearch_ls.engine.api import MdsearchError
 from mdsearch_ls.mcp import read_section as sections
 from mdsearch_ls.mcp.answers import (
     Answer,
@@ -30,7 +31,7 @@ from mdsearch_ls.mcp.answers import (
     render_hits,
     state_note,
 )
-from mdsearch_ls.mcp.roots import FoundHit, Library, LibraryError
+from mdsearch_ls.mcp.roots import Library
 
 SEARCH_LIMIT = 8
 SEARCH_MAX_TOKENS = 2000
@@ -54,10 +55,6 @@ class Spec:
     lists: frozenset[str] = frozenset()
     ints: frozenset[str] = frozenset()
 
-    @property
-    def params(self) -> list[str]:
-        return list(self.schema["properties"])
-
 
 # ---- arguments --------------------------------------------------------------------------------
 
@@ -79,7 +76,7 @@ def normalise(spec: Spec, arguments: dict[str, Any] | None) -> dict[str, Any]:
         raise ToolInputError(
             f"unknown argument{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(repr(u) for u in unknown)} for {spec.name}; valid: "
-            f"{', '.join(spec.params)}"
+            f"{', '.join(spec.schema['properties'])}"
         )
     for name in spec.lists & out.keys():
         out[name] = _as_list(out[name])
@@ -206,14 +203,13 @@ def related_sections(
     if limit is None:
         limit = RELATED_LIMIT
     loc, text = lib.read(path)
+    shown = lib.display(loc.folder, loc.rel)
     count = len(lines_of(text))
     if line1 > count:
-        shown_path = lib.display(loc.folder, loc.rel)
-        raise ToolInputError(f"'line' {line1} is past the end of {shown_path} ({count} lines)")
-    loc, related = lib.related(path, line1 - 1, limit, RELATED_MIN_SCORE)
-    shown = lib.display(loc.folder, loc.rel)
+        raise ToolInputError(f"'line' {line1} is past the end of {shown} ({count} lines)")
+    related = lib.related(loc, text, line1 - 1, limit, RELATED_MIN_SCORE)
     section = " > ".join(related.section.breadcrumb) if related.section else None
-    found = [FoundHit(loc.folder, h) for h in related.hits]
+    found = [(loc.folder, h) for h in related.hits]
     notes: list[str] = []
     if not found:
         notes.append(f"No section of another note is similar enough (similarity "
@@ -392,15 +388,18 @@ INSTRUCTIONS = (
 
 
 def call(lib: Library, name: str, arguments: dict[str, Any] | None) -> Answer:
-    """Run a tool by name: arguments normalised, errors as :class:`ToolInputError` with text
-    for the caller."""
-    from mdsearch_ls.engine.api import MdsearchError
-
+    """Run a tool by name, its arguments normalised (errors: see :func:`answered`)."""
     spec = SPECS[name]
+    return answered(lib, lambda: spec.run(lib, **normalise(spec, arguments)))
+
+
+def answered(lib: Library, run: Callable[[], Any]) -> Any:
+    """``run()``; what fails it for the caller (bad input, a refused path, an engine error) as a
+    :class:`ToolInputError` whose text is short and, to a remote caller, shows no path of this
+    machine. Tools and resources are answered through here."""
     try:
-        args = normalise(spec, arguments)
-        return spec.run(lib, **args)
-    except (ToolInputError, LibraryError, MdsearchError) as exc:
+        return run()
+    except (ToolInputError, MdsearchError) as exc:
         raise ToolInputError(cut_echo(lib.scrub(str(exc)))) from None
     except OSError as exc:  # e.g. a name too long: say why, never the server's own path
         raise ToolInputError(f"that path cannot be used: {exc.strerror or type(exc).__name__}") \

@@ -1,5 +1,5 @@
 """The MCP tools in-process, over the fake embedder: the token budget, trimming, argument
-handling, path resolution and the multi-folder merge, checked over many inputs quickly. (The
+handling and path resolution, over one folder and two, checked over many inputs quickly. (The
 same behaviour through a real process and the real model: test_mcp_tools.py.)"""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,9 +15,10 @@ from hypothesis import strategies as st
 from mcp_harness import EXAMPLE_VAULT, wait_until
 
 from mdsearch_ls.config import Settings
+from mdsearch_ls.engine.api import RequestError
 from mdsearch_ls.mcp import answers as render
 from mdsearch_ls.mcp import tools
-from mdsearch_ls.mcp.roots import FoundHit, Library, LibraryError, merge
+from mdsearch_ls.mcp.roots import Library
 from mdsearch_ls.mcp.tokens import TokenCounter, share
 
 TOKENS = TokenCounter()
@@ -29,8 +29,7 @@ def lib(tmp_path_factory: pytest.TempPathFactory, fake_embedder_cls: Any) -> Any
     base = tmp_path_factory.mktemp("mcp-inprocess")
     vault = shutil.copytree(EXAMPLE_VAULT, base / "vault")
     library = Library([vault], Settings(index_dir=str(base / "index")),
-                      embedder=fake_embedder_cls())
-    library.start(watch=False)
+                      embedder=fake_embedder_cls(), watch=False)
     wait_until(lambda: library.index_state()["state"] == "ready", 120, "index ready")
     yield library
     library.close()
@@ -196,7 +195,7 @@ def test_paths_resolve_inside_the_root_only(lib) -> None:
     assert lib.locate("./finance/../finance/Expense policy.md").rel == "finance/Expense policy.md"
     assert lib.locate("vault/Home.md").rel == "Home.md"  # the root's own name in front
     for bad in ("../x.md", "finance/../../x.md", "/etc/passwd", str(root.parent / "x.md")):
-        with pytest.raises(LibraryError, match="outside the folders"):
+        with pytest.raises(tools.ToolInputError, match="outside the folders"):
             lib.locate(bad)
 
 
@@ -207,39 +206,20 @@ def test_two_roots_with_one_name_get_distinct_names(tmp_path: Path, fake_embedde
         (root / "n.md").write_text(f"# N\n\nIn {root.parent.name}.\n", encoding="utf-8")
     # One --index-dir for two roots: an index each, in a subfolder named after the root.
     library = Library([a, b], Settings(index_dir=str(tmp_path / "idx")),
-                      embedder=fake_embedder_cls())
-    assert [library.names[a], library.names[b]] == ["notes", "notes-2"]
-    library.start(watch=False)
+                      embedder=fake_embedder_cls(), watch=False)
     try:
+        assert [library.names[a], library.names[b]] == ["notes", "notes-2"]
         wait_until(lambda: library.index_state()["state"] == "ready", 60, "ready")
         assert [Path(f["index_dir"]) for f in library.status()["folders"]] == [
             tmp_path / "idx" / "notes", tmp_path / "idx" / "notes-2"]
         assert all(not f["read_only"] for f in library.status()["folders"])
         assert library.locate("notes-2/n.md").folder.root == b
         assert library.read("notes/n.md")[1] == "# N\n\nIn x.\n"
-        with pytest.raises(LibraryError, match="does not exist"):
+        with pytest.raises(RequestError, match="does not exist"):
             library.read("other/n.md")  # a subfolder of the first root, which has none
     finally:
         library.close()
 
-
-# ---- merging folders ---------------------------------------------------------------------------
-
-
-def _hits(folder: str, scores: list[float | None]) -> list[FoundHit]:
-    f = SimpleNamespace(name=folder)
-    return [FoundHit(f, SimpleNamespace(path=f"{folder}{i}", score=s))  # type: ignore[arg-type]
-            for i, s in enumerate(scores)]
-
-
-def test_merge_keeps_each_folders_order_and_prefers_the_more_similar_head() -> None:
-    a = _hits("a", [0.5, 0.7, 0.2])  # a's own (hybrid) order is kept although 0.7 > 0.5
-    b = _hits("b", [0.6, 0.1])
-    order = [h.hit.path for h in merge([a, b], 10)]
-    assert order == ["b0", "a0", "a1", "a2", "b1"]
-    assert [h.hit.path for h in merge([a, b], 2)] == ["b0", "a0"]
-    kw = [h.hit.path for h in merge([_hits("a", [None] * 3), _hits("b", [None] * 2)], 10)]
-    assert kw == ["a0", "b0", "a1", "b1", "a2"]
 
 
 def test_resources_come_in_pages_that_add_up_to_every_note(lib: Library, monkeypatch) -> None:

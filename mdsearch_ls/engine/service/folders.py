@@ -131,10 +131,6 @@ class Folders:
         self._model_ready = threading.Event()
         return True
 
-    @property
-    def model_loaded(self) -> bool:
-        return self.embedder.loaded
-
     def load_model(self, on_done: Callable[[Exception | None], None] | None = None) -> bool:
         """Load the shared model on a thread of its own (seconds), so a server answers while it
         loads. False when it is loaded or loading already (``on_done`` is then not called)."""
@@ -270,9 +266,10 @@ class Folders:
         :meth:`IndexedFolder.start_index`: None when another process writes it)."""
         return folder.start_index(rebuild=rebuild, progress=progress, cancel=cancel)
 
-    def changed(self, path: Path, exists: bool) -> bool:
+    def changed(self, path: Path, exists: bool) -> int:
         """A file or folder changed on disk: queue what the index must do. The one rule every
-        front end follows (False: nothing of any folder's index is concerned).
+        front end follows. How many notes were queued (a folder that went away, or a
+        ``.gitignore``, counts one); 0: nothing of any folder's index is concerned.
 
         Whether a note is updated or deleted is decided by ``exists`` (the disk now), not by the
         kind of event, because an editor's atomic save arrives as a delete and a create in no
@@ -282,8 +279,9 @@ class Folders:
         """
         found = self.locate(path)
         if found is None or not found[0].held:  # (its holder watches the notes itself)
-            return False
+            return 0
         folder, rel = found
+        queued = 1
         if Path(path).name == ".gitignore":
             folder.refresh_ignores()
             self._on_rescan(folder)
@@ -293,20 +291,21 @@ class Folders:
             notes = notes_under(folder, rel)
             for note in notes:
                 folder.queue(note, "update")
+            queued = len(notes)
             if not notes:
-                return False
+                return 0
         elif not exists and any(n.startswith(rel + "/") for n in folder.notes()):
             folder.queue(rel, "delete")  # the indexer drops every note under it
         else:
-            return False
+            return 0
         self.changes_seen += 1
         self.last_change = time.time()
         self._on_change()
-        return True
+        return queued
 
     def changed_all(self, events: Iterable[tuple[Path, bool]]) -> int:
         """:meth:`changed` for a batch of events, each ``.gitignore`` rescan done once per
-        folder; how many concerned an index."""
+        folder; how many notes were queued."""
         events = list(events)
         gitignores = {e for e in events if Path(e[0]).name == ".gitignore"}
         done = sum(self.changed(p, exists) for p, exists in events if (p, exists) not in gitignores)
