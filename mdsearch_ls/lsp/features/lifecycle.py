@@ -26,10 +26,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WATCH_GLOB = "**/*.{md,markdown}"
-DOCUMENT_GLOB = "**/*.{pdf,docx,html,htm,ipynb,org}"
-"""Documents (include_formats): watched whatever the setting, since it may change while the
-server runs; the engine drops the events of formats a folder does not read."""
 CONFIG_TIMEOUT_S = 5.0
 
 
@@ -95,44 +91,24 @@ def _progress(ls: MdSearchServer) -> Any:
     return lambda title: IndexProgress(ls, title)
 
 
-async def register_watchers(ls: MdSearchServer) -> None:
-    """Ask the client to watch the notes and the ignore files, and to tell us when an
-    ``mdsearch`` setting changes: the server says what it needs, so a client needs no
-    ``synchronize`` options (VS Code's are deprecated) and every editor gets the same events."""
+async def register_configuration(ls: MdSearchServer) -> None:
+    """Ask the client to tell us when an ``mdsearch`` setting changes: the server says what it
+    needs, so a client needs no ``synchronize`` options (VS Code's are deprecated). Files are
+    not asked for: the process that holds an index watches its notes itself."""
     caps = ls.client_capabilities.workspace
-    watched = caps.did_change_watched_files if caps else None
     config = caps.did_change_configuration if caps else None
-    registrations: list[types.Registration] = []
-    if watched is not None and watched.dynamic_registration:
-        registrations.append(types.Registration(
-            id="mdsearch-watch-markdown",
-            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-            register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                watchers=[
-                    types.FileSystemWatcher(glob_pattern=WATCH_GLOB),
-                    types.FileSystemWatcher(glob_pattern=DOCUMENT_GLOB),
-                    types.FileSystemWatcher(glob_pattern="**/.gitignore"),
-                ]
-            ),
-        ))
-    else:
-        log.info("client cannot watch files for us; changes outside the editor need a save")
-    if config is not None and config.dynamic_registration:
-        # The section makes a client that pushes settings send ours (VS Code sends nothing for
-        # a registration without one); the handler pulls each folder's values anyway.
-        registrations.append(types.Registration(
-            id="mdsearch-configuration",
-            method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
-            register_options={"section": "mdsearch"},
-        ))
-    if not registrations:
+    if config is None or not config.dynamic_registration:
         return
+    # The section makes a client that pushes settings send ours (VS Code sends nothing for a
+    # registration without one); the handler pulls each folder's values anyway.
+    registration = types.Registration(id="mdsearch-configuration",
+                                      method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                                      register_options={"section": "mdsearch"})
     try:
         await ls.client_register_capability_async(
-            types.RegistrationParams(registrations=registrations))
+            types.RegistrationParams(registrations=[registration]))
     except Exception as exc:
-        log.info("registration refused (%s): %s",
-                 ", ".join(r.method for r in registrations), exc)
+        log.info("registration of %s refused: %s", registration.method, exc)
 
 
 def register(server: MdSearchServer) -> None:
@@ -154,7 +130,7 @@ def register(server: MdSearchServer) -> None:
         pulled = await pull_configuration(ls)
         if pulled is not None:
             ls.manager.configure(*pulled)
-        await register_watchers(ls)
+        await register_configuration(ls)
         ls.manager.load_model(_progress(ls))
         for folder in list(ls.manager.folders.values()):
             ls.manager.start_soon(folder, progress=_progress(ls))
