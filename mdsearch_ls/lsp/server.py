@@ -32,6 +32,7 @@ from pygls.lsp.server import LanguageServer
 
 from mdsearch_ls import __version__
 from mdsearch_ls.lsp import protocol
+from mdsearch_ls.lsp.progress import IndexProgress
 from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger("mdsearch_ls.lsp")
@@ -53,6 +54,8 @@ class MdSearchServer(LanguageServer):
             on_status=self.status_changed,
             on_message=lambda text, level: self.show_message_threadsafe(text, _LEVELS[level]),
             pool=self.thread_pool,
+            progress=lambda title: IndexProgress(self, title),
+            call_soon=self.call_threadsafe,
         )
         self.loop: asyncio.AbstractEventLoop | None = None
         self._last_status_sent = 0.0
@@ -226,6 +229,6 @@ def _watch_parent(pid: int, server: MdSearchServer) -> None:
 def _hard_exit(server: MdSearchServer, code: int) -> None:
     """Release every index (locks, SQLite) quickly, then leave without waiting for threads."""
     with contextlib.suppress(Exception):
-        server.manager.close_all_now()
+        server.manager.service.abandon()
     logging.shutdown()
     os._exit(code)

@@ -163,8 +163,6 @@ async def test_saves_are_queued_to_the_writer_and_indexed(manager, tmp_path) -> 
     sync.changed(manager, [path_to_uri(new)])
     _drain(folder)
     assert not folder.is_indexed("kitchen/Soup.md")
-    # outside every folder: nothing queued
-    assert not manager.queue(path_to_uri(tmp_path / "elsewhere.md"), "update")
 
 
 async def test_a_gitignore_change_rescans_with_the_new_rules(manager, tmp_path) -> None:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from mdsearch_ls.lsp.convert import path_to_uri, uri_to_path
-from mdsearch_ls.lsp.progress import IndexProgress
 from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 if TYPE_CHECKING:
@@ -80,15 +79,11 @@ async def apply_configuration(ls: MdSearchServer, window: Any, per_folder: dict[
     """Layer configuration over initializationOptions; reopen folders whose index changed."""
     reopen = ls.manager.configure(window, per_folder)
     if ls.initialized:
-        ls.manager.load_model(_progress(ls))
+        ls.manager.load_model()
     for folder in reopen:
         log.info("%s: index settings changed; reopening it", folder.name)
-        await ls.manager.reopen(folder, progress=_progress(ls))
+        await ls.manager.reopen(folder)
     ls.status_changed(force=True)
-
-
-def _progress(ls: MdSearchServer) -> Any:
-    return lambda title: IndexProgress(ls, title)
 
 
 async def register_configuration(ls: MdSearchServer) -> None:
@@ -126,14 +121,13 @@ def register(server: MdSearchServer) -> None:
     @server.feature(types.INITIALIZED)
     async def initialized(ls: MdSearchServer, params: types.InitializedParams) -> None:
         ls.initialized = True
-        ls.manager.progress = _progress(ls)
         pulled = await pull_configuration(ls)
         if pulled is not None:
             ls.manager.configure(*pulled)
         await register_configuration(ls)
-        ls.manager.load_model(_progress(ls))
+        ls.manager.load_model()
         for folder in list(ls.manager.folders.values()):
-            ls.manager.start_soon(folder, progress=_progress(ls))
+            ls.manager.start_soon(folder)
         if not ls.manager.folders:
             log.info("no workspace folder: open a folder of notes to index it")
         ls.status_changed(force=True)
@@ -168,7 +162,7 @@ def register(server: MdSearchServer) -> None:
             known = path.resolve() in ls.manager.folders
             folder = ls.manager.add(path, added.name)
             if folder is not None and not known:
-                ls.manager.start_soon(folder, progress=_progress(ls))
+                ls.manager.start_soon(folder)
         ls.status_changed(force=True)
 
     @server.feature(types.SHUTDOWN)

@@ -41,8 +41,10 @@ MARKDOWN_FILTER = types.FileOperationRegistrationOptions(
 
 
 def did_save(manager: FolderManager, uri: str) -> None:
-    if is_markdown(uri):
-        manager.queue(uri, "update")
+    found = manager.rel_for(uri) if is_markdown(uri) else None
+    if found is not None:
+        folder, rel = found
+        folder.queue(rel, "update")
 
 
 def changed(manager: FolderManager, uris: list[str]) -> None:
