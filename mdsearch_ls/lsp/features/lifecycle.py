@@ -113,8 +113,8 @@ def register(server: MdSearchServer) -> None:
         window = params.capabilities.window
         ls.progress_support = bool(window and window.work_done_progress)
         on_initialize(ls.manager, params)
-        if params.process_id and ls.start_parent_watch is not None:
-            ls.start_parent_watch(params.process_id, ls)
+        if params.process_id:
+            ls.watch_parent(params.process_id)
         for hook in ls.initialize_hooks:
             hook(ls)
 
