@@ -25,34 +25,27 @@ from mdsearch_ls.lsp.features import (
     sync,
 )
 from mdsearch_ls.lsp.framing import ResyncingStdin
-from mdsearch_ls.lsp.server import MdSearchServer, _ClientLogHandler, _hard_exit, _watch_parent
+from mdsearch_ls.lsp.server import MdSearchServer, _ClientLogHandler
 
 FEATURES = (lifecycle, sync, symbols, hover, commands, completion, definition, lenses, actions,
             diagnostics)
 
 
-def create_server() -> MdSearchServer:
-    """A server with every feature registered (tests create one per process through stdio)."""
+def run_stdio() -> int:
+    """Serve over stdio, every feature registered. Stray prints from libraries must never reach
+    the protocol stream, so the real stdout is kept for LSP only and fd 1 is pointed at stderr."""
+    configure_logging(logging.INFO, prog="mdsearch-ls")
+    proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     server = MdSearchServer()
     for feature in FEATURES:
         feature.register(server)
     handler = _ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     logging.getLogger("mdsearch_ls").addHandler(handler)
-    return server
-
-
-def run_stdio() -> int:
-    """Serve over stdio. Stray prints from libraries must never reach the protocol stream, so
-    the real stdout is kept for LSP only and fd 1 is pointed at stderr."""
-    configure_logging(logging.INFO, prog="mdsearch-ls")
-    proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    server = create_server()
-    server.start_parent_watch = _watch_parent
     try:
         server.start_io(ResyncingStdin(sys.stdin.buffer), proto_out)  # type: ignore[arg-type]
     finally:
-        _hard_exit(server, getattr(server.protocol, "exit_code", 0))
-    return 0  # pragma: no cover - _hard_exit does not return
+        server.exit_now(server.protocol.exit_code)
+    return 0  # pragma: no cover - exit_now does not return

@@ -28,8 +28,6 @@ as pygls does.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import logging
 import typing
@@ -99,7 +97,6 @@ class MdSearchProtocol(LanguageServerProtocol):
         self.exit_code = 0
         """What the process exits with: 1 after an ``exit`` that no ``shutdown`` preceded."""
         self._methods: dict[MsgId, str] = {}  # in-flight request id -> method, for the log
-        self._writes: set[asyncio.Future[Any]] = set()  # pending writes of an async writer
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -156,14 +153,14 @@ class MdSearchProtocol(LanguageServerProtocol):
         except _Rejected as err:
             if answerable:
                 log.info("rejected message (id %s): %s", msg_id, err.message)
-                self._send_error(msg_id, err.code, err.message)
+                self.send_error(msg_id, err.code, err.message)
             else:
                 log.warning("ignored message: %s", err.message)
         except Exception as exc:
             # A bug of ours before the handler ran: still an answer, and the traceback in the log.
             log.error("could not handle message %s", one_line(repr(message), 200), exc_info=exc)
             if answerable:
-                self._send_error(msg_id, INTERNAL_ERROR, exception_text(exc))
+                self.send_error(msg_id, INTERNAL_ERROR, exception_text(exc))
 
     def _receive_request(self, msg_id: MsgId, method: str, message: dict[str, Any]) -> None:
         if method == types.INITIALIZE:
@@ -211,9 +208,7 @@ class MdSearchProtocol(LanguageServerProtocol):
             # Whatever its params, exit exits: with 0 after shutdown, else 1 (LSP 3.17). At
             # once: pygls would wait for its thread pool, i.e. for any request still running.
             self.exit_code = 0 if self._shutdown_requested else 1
-            from mdsearch_ls.lsp.server import _hard_exit
-
-            _hard_exit(self._server, self.exit_code)  # type: ignore[arg-type]
+            self._server.exit_now(self.exit_code)  # type: ignore[attr-defined]
             return
         if self._init_state != "done" or self._shutdown_requested:
             when = "after shutdown" if self._shutdown_requested else "before initialize"
@@ -243,7 +238,7 @@ class MdSearchProtocol(LanguageServerProtocol):
             text = describe_params_error(method, exc, data, message_type)
             if "id" in message:
                 log.info("rejected request %s (id %s): %s", method, message["id"], text)
-                self._send_error(message["id"], INVALID_PARAMS, text)
+                self.send_error(message["id"], INVALID_PARAMS, text)
             else:
                 log.warning("ignored notification: %s", text)
             return None
@@ -270,7 +265,7 @@ class MdSearchProtocol(LanguageServerProtocol):
 
     # -- answering -------------------------------------------------------------------------
 
-    def _send_error(self, msg_id: MsgId | None, code: int, message: str) -> None:
+    def send_error(self, msg_id: MsgId | None, code: int, message: str) -> None:
         if msg_id is None:
             # lsprotocol leaves a None id out; JSON-RPC wants "id": null.
             self._send_data({"jsonrpc": self.VERSION, "id": None,
@@ -288,7 +283,7 @@ class MdSearchProtocol(LanguageServerProtocol):
         self._request_futures.pop(msg_id, None)
         method = self._methods.get(msg_id, "request")
         if future.cancelled():
-            self._send_error(msg_id, JsonRpcRequestCancelled.CODE,
+            self.send_error(msg_id, JsonRpcRequestCancelled.CODE,
                              f'Request with id "{msg_id}" is canceled')
             return
         exc = future.exception()
@@ -300,7 +295,7 @@ class MdSearchProtocol(LanguageServerProtocol):
             self._send_response(msg_id, error=exc.to_response_error())
         else:
             log.error("%s (id %s) failed", method, msg_id, exc_info=exc)
-            self._send_error(msg_id, INTERNAL_ERROR, f"{method} failed: {exception_text(exc)}")
+            self.send_error(msg_id, INTERNAL_ERROR, f"{method} failed: {exception_text(exc)}")
 
     def _check_handler_result(self, future: Future[Any]) -> None:
         """A notification handler failed: the traceback to the log, once."""
@@ -316,24 +311,19 @@ class MdSearchProtocol(LanguageServerProtocol):
         result: Any | None = None,
         error: types.ResponseError | None = None,
     ) -> None:
-        """Every response passes here: no traceback leaves, and initialize's answer opens the
-        door."""
+        """Every response passes here: no traceback leaves (pygls puts one in an error's
+        ``data``, and none of ours carries data), and initialize's answer opens the door."""
         self._methods.pop(msg_id, None)
         if error is not None:
-            error = types.ResponseError(code=error.code, message=one_line(error.message),
-                                        data=_safe_data(error.data))
+            error = types.ResponseError(code=error.code, message=one_line(error.message))
         if self._init_state == "pending" and msg_id == self._initialize_id:
             self._init_state = "done" if error is None else "new"
         super()._send_response(msg_id, result, error)
 
     def _send_data(self, data: Any) -> None:
-        """pygls' ``_send_data``, except that a result that cannot be encoded becomes a -32603
-        answer instead of a log line and a request that never returns."""
-        if not data:
-            return
-        if self.writer is None:
-            log.error("unable to send data, no available transport")
-            return
+        """pygls' ``_send_data`` for our one transport (stdio, written synchronously), except
+        that a result that cannot be encoded becomes a -32603 answer instead of a log line and
+        a request that never returns."""
         try:
             body = json.dumps(data, default=self._serialize_message)
         except Exception as exc:
@@ -346,34 +336,9 @@ class MdSearchProtocol(LanguageServerProtocol):
                 "error": {"code": INTERNAL_ERROR,
                           "message": f"could not encode the answer: {exception_text(exc)}"},
             })
-        try:
-            if self._include_headers:
-                header = (
-                    f"Content-Length: {len(body.encode(self.CHARSET))}\r\n"
-                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-                )
-                payload = header + body
-            else:
-                payload = body
-            res = self.writer.write(payload.encode(self.CHARSET))
-            if inspect.isawaitable(res):
-                task = asyncio.ensure_future(res)
-                self._writes.add(task)
-                task.add_done_callback(self._writes.discard)
-        except BrokenPipeError:
-            log.error("error sending data: the client is gone (broken pipe)")
-            raise
-        except Exception as exc:
-            log.error("error sending data", exc_info=exc)
-
-    def report_transport_error(self, error: Exception) -> bool:
-        """pygls' read loop failed before a message existed (a body that is not JSON):
-        answer -32700 with id null, as JSON-RPC asks. True when handled."""
-        if isinstance(error, (ValueError, RecursionError)):  # JSONDecodeError, UnicodeDecodeError
-            log.warning("unreadable message: %s", exception_text(error))
-            self._send_error(None, PARSE_ERROR, f"Parse error: {exception_text(error)}")
-            return True
-        return False
+        # json.dumps writes ASCII only: its length in characters is its length in bytes.
+        frame = f"Content-Length: {len(body)}\r\n\r\n{body}"
+        self.writer.write(frame.encode("ascii"))  # type: ignore[union-attr]
 
 
 def _strict_str(value: Any, _type: Any) -> str:
@@ -397,28 +362,4 @@ def _params_are_void(message_type: Any) -> bool:
     return params.type is NONE_TYPE or (bool(args) and all(a is NONE_TYPE for a in args))
 
 
-def _safe_data(data: Any) -> Any:
-    """``error.data`` without a traceback or a source path (pygls puts one there)."""
-    if isinstance(data, dict):
-        cleaned = {k: v for k, v in data.items() if k != "traceback"}
-        text = json.dumps(cleaned, default=str)
-        return None if not cleaned or "Traceback" in text or 'File "' in text else cleaned
-    if isinstance(data, str) and ("Traceback" in data or 'File "' in data):
-        return None
-    return data
-
-
-def report_server_error(server: Any, error: Exception, source: Any) -> None:
-    """The server's ``report_server_error``: pygls calls it for what the protocol could not
-    answer itself (an unreadable body, a failed write). Logged, never a pop-up."""
-    protocol = getattr(server, "protocol", None)
-    if isinstance(protocol, MdSearchProtocol) and protocol.report_transport_error(error):
-        return
-    if isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError):
-        log.info("rejected request: %s", one_line(str(error)))
-    else:
-        log.error("server error (%s): %s", getattr(source, "__name__", source),
-                  exception_text(error))
-
-
-__all__ = ["MdSearchProtocol", "report_server_error"]
+__all__ = ["MdSearchProtocol"]

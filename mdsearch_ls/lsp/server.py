@@ -10,9 +10,8 @@ Threading model (pygls 2 runs handlers on one asyncio loop):
 * anything sent to the client from another thread goes through ``loop.call_soon_threadsafe``.
 
 What the server does lives in :mod:`mdsearch_ls.lsp.workspace_folders` (the service every feature
-uses)
-and :mod:`mdsearch_ls.lsp.features` (one module per LSP surface); this module only connects them
-to pygls and to stdio.
+uses) and :mod:`mdsearch_ls.lsp.features` (one module per LSP surface); this module only connects
+them to pygls and to stdio.
 """
 
 from __future__ import annotations
@@ -28,10 +27,13 @@ from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 
 from mdsearch_ls import __version__
 from mdsearch_ls.lsp import protocol
+from mdsearch_ls.lsp.params import exception_text, one_line
+from mdsearch_ls.lsp.progress import IndexProgress
 from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 log = logging.getLogger("mdsearch_ls.lsp")
@@ -53,6 +55,8 @@ class MdSearchServer(LanguageServer):
             on_status=self.status_changed,
             on_message=lambda text, level: self.show_message_threadsafe(text, _LEVELS[level]),
             pool=self.thread_pool,
+            progress=lambda title: IndexProgress(self, title),
+            call_soon=self.call_threadsafe,
         )
         self.loop: asyncio.AbstractEventLoop | None = None
         self._last_status_sent = 0.0
@@ -61,7 +65,6 @@ class MdSearchServer(LanguageServer):
         self.initialized = False
         self.progress_support = False
         self.shown_messages: set[str] = set()
-        self.start_parent_watch: Callable[[int, MdSearchServer], None] | None = None
         self.initialize_hooks: list[Callable[[MdSearchServer], None]] = []
         """Run at ``initialize``, once settings are known (features register what they serve
         only when the client wants it, e.g. the outline)."""
@@ -80,17 +83,11 @@ class MdSearchServer(LanguageServer):
     def open_document(self, uri: str) -> Any:
         """The editor's open document (pygls keeps them under the percent-decoded URI, so a
         note named "Garden journal.md" is found however the client encoded its space)."""
-        try:
-            return self.workspace.text_documents.get(unquote(uri))
-        except Exception:  # no workspace before initialize
-            return None
+        return self.workspace.text_documents.get(unquote(uri))
 
     def open_uris(self) -> list[str]:
         """The URIs of the open documents, as the client sent them."""
-        try:
-            return [doc.uri for doc in self.workspace.text_documents.values()]
-        except Exception:
-            return []
+        return [doc.uri for doc in self.workspace.text_documents.values()]
 
     def document_event(self, event: str, uri: str) -> None:
         for hook in self.document_hooks:
@@ -102,10 +99,7 @@ class MdSearchServer(LanguageServer):
     def codec(self) -> Any:
         """The position encoding agreed at initialize (UTF-16 unless the client offered
         another)."""
-        try:
-            return self.workspace.position_codec
-        except Exception:  # no workspace before initialize
-            return None
+        return self.workspace.position_codec
 
     # ---- messages from any thread -----------------------------------------------------------
 
@@ -132,9 +126,6 @@ class MdSearchServer(LanguageServer):
             self.window_show_message, types.ShowMessageParams(type=kind, message=message)
         )
 
-    def status_payload(self) -> dict[str, Any]:
-        return self.manager.status()
-
     def status_changed(self, *, percentage: int | None = None, message: str | None = None,
                        force: bool = False) -> None:
         """Send the custom ``mdsearch/status`` notification, at most every 250 ms.
@@ -151,7 +142,7 @@ class MdSearchServer(LanguageServer):
         def send() -> None:
             self._status_timer = None
             self._last_status_sent = time.monotonic()
-            payload = {**self.status_payload(), **self._status_extra}
+            payload = {**self.manager.status(), **self._status_extra}
             self._status_extra = {}
             try:
                 self.protocol.notify("mdsearch/status", payload)
@@ -171,8 +162,46 @@ class MdSearchServer(LanguageServer):
         self.call_threadsafe(schedule)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """Log instead of popping up; an unreadable message is answered (see lsp/protocol.py)."""
-        protocol.report_server_error(self, error, source)
+        """What pygls could not answer itself: a body that is not JSON is answered -32700 with
+        id null, as JSON-RPC asks; anything else is logged, never a pop-up."""
+        if isinstance(error, ValueError | RecursionError):  # JSONDecodeError, UnicodeDecodeError
+            log.warning("unreadable message: %s", exception_text(error))
+            self.protocol.send_error(None, protocol.PARSE_ERROR,
+                                     f"Parse error: {exception_text(error)}")
+        elif isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError):
+            log.info("rejected request: %s", one_line(str(error)))
+        else:
+            log.error("server error (%s): %s", getattr(source, "__name__", source),
+                      exception_text(error))
+
+    def watch_parent(self, pid: int) -> None:
+        """Exit when the editor that started us dies: no orphan holding hundreds of MB."""
+
+        def alive() -> bool:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                return True
+            return True
+
+        def loop() -> None:
+            while True:
+                time.sleep(2.0)
+                if not alive():
+                    log.warning("client process %d is gone; exiting", pid)
+                    self.exit_now(0)
+
+        threading.Thread(target=loop, name="mdsearch-parent-watch", daemon=True).start()
+
+    def exit_now(self, code: int) -> None:
+        """Release every index (locks, SQLite) quickly, then leave without waiting for threads
+        (pygls would wait for its thread pool, i.e. for any request still running)."""
+        with contextlib.suppress(Exception):
+            self.manager.service.abandon()
+        logging.shutdown()
+        os._exit(code)
 
 
 class _ClientLogHandler(logging.Handler):
@@ -200,32 +229,3 @@ class _ClientLogHandler(logging.Handler):
         except Exception:  # pragma: no cover - logging must never raise
             pass
 
-
-def _watch_parent(pid: int, server: MdSearchServer) -> None:
-    """Exit when the editor that started us dies: no orphan holding hundreds of MB."""
-
-    def alive() -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-    def loop() -> None:
-        while True:
-            time.sleep(2.0)
-            if not alive():
-                log.warning("client process %d is gone; exiting", pid)
-                _hard_exit(server, 0)
-
-    threading.Thread(target=loop, name="mdsearch-parent-watch", daemon=True).start()
-
-
-def _hard_exit(server: MdSearchServer, code: int) -> None:
-    """Release every index (locks, SQLite) quickly, then leave without waiting for threads."""
-    with contextlib.suppress(Exception):
-        server.manager.close_all_now()
-    logging.shutdown()
-    os._exit(code)

@@ -4,10 +4,10 @@ The engine's :class:`Folders` keeps the workspace folders indexed (each an :clas
 with its writer thread), owns the shared model and its loading, and turns file events into index
 jobs by one rule. This adds what only the language server has: settings per folder scope
 (``workspace/configuration`` is asked per folder), URIs, work-done progress, and the status the
-client shows. Features ask it to find the folder of a URI,
-to search, to queue a change; they never import each other, and none of them touches the engine
-past its seam. It knows nothing of pygls: the server gives it callbacks for what must reach the
-client (status, messages, progress), so features can be tested in-process with a fake model.
+client shows. Features ask it to find the folder of a URI and to search; they never import each
+other, and none of them touches the engine past its seam. It knows nothing of pygls: the server
+gives it callbacks for what must reach the client (status, messages, progress, the event loop),
+so features can be tested in-process with a fake model.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from mdsearch_ls.engine.api import (
     Hit,
     IndexedFolder,
     IndexReport,
-    ModelState,
     SearchRequest,
     WritingAids,
     is_document,
@@ -52,7 +51,12 @@ class FolderManager:
         on_status: Callable[[], None] | None = None,
         on_message: Callable[[str, str], None] | None = None,
         pool: Executor | None = None,
+        progress: ProgressFactory | None = None,
+        call_soon: Callable[..., None] | None = None,
     ) -> None:
+        """``progress``: how indexing shows progress in the client. ``call_soon``: run a
+        function on the event loop, from any thread (the engine's watcher asks for rescans from
+        its own)."""
         self.init_settings = Settings()
         """Defaults + ``initializationOptions``; per-folder configuration layers over these."""
         self.settings = Settings()
@@ -60,12 +64,13 @@ class FolderManager:
         self.folder_options: dict[Path, Any] = {}
         self._on_status = on_status or (lambda: None)
         self._on_message = on_message or (lambda text, level: None)
+        self.progress = progress
+        self._call_soon = call_soon or (lambda fn, *args: fn(*args))
         self.service = Folders(self.settings, embedder=embedder, on_change=self._on_status,
-                               on_message=self._on_message, on_rescan=self._rescan)
+                               on_message=self._on_message,
+                               on_rescan=lambda folder: self._call_soon(self.start_soon, folder))
         self.pool: Executor = pool or ThreadPoolExecutor(4, thread_name_prefix="mdsearch-read")
         self._background: set[asyncio.Future[Any]] = set()
-        self.progress: ProgressFactory | None = None
-        """How indexing shows progress in the client (set by the server once it can)."""
         self.ready_hooks: list[Callable[[IndexedFolder], None]] = []
         """Called on the loop when a folder's index has been brought up to date (features that
         need the whole index, like diagnostics, refresh the open documents then)."""
@@ -73,10 +78,6 @@ class FolderManager:
     @property
     def embedder(self) -> Embedder:
         return self.service.embedder
-
-    @property
-    def model_state(self) -> str:
-        return self.service.model_state
 
     @property
     def folders(self) -> dict[Path, IndexedFolder]:
@@ -118,34 +119,25 @@ class FolderManager:
         reopen: list[IndexedFolder] = []
         for root, folder in self.folders.items():
             wanted = self.settings_for(root)
-            if not folder.opened and folder.state == FolderState.STARTING:
-                if model_changed:  # never started: just make it anew with the new model
-                    self.service.reopen(folder, wanted)
-                else:
-                    folder.apply_settings(wanted)
+            if folder.state == FolderState.STARTING:  # never started: made anew, at no cost
+                self.service.reopen(folder, wanted)
             elif model_changed or not folder.apply_settings(wanted):
                 reopen.append(folder)
         return reopen
 
     # ---- the model --------------------------------------------------------------------------
 
-    def load_model(self, progress: ProgressFactory | None = None) -> None:
-        """Load the shared model once, on its own thread, while the folders scan; with
-        ``progress``, a "Loading model" work-done progress runs until it is loaded."""
-        if self.embedder.loaded or self.model_state == ModelState.LOADING:
-            self.service.load_model()  # records "loaded" when it is
-            return
-        bar = progress("Loading model") if progress is not None else None
-        if bar is not None:
-            task = asyncio.ensure_future(bar.begin(self.embedder.name))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+    def load_model(self) -> None:
+        """Load the shared model once, on its own thread, while the folders scan, with a
+        "Loading model" work-done progress until it is loaded."""
+        bar = self.progress("Loading model") if self.progress is not None else None
 
         def done(error: Exception | None) -> None:
             if bar is not None:
                 bar.end("loaded" if error is None else f"failed: {error}")
 
-        self.service.load_model(done)
+        if self.service.load_model(done) and bar is not None:  # (False: loaded or loading)
+            self._spawn(bar.begin(self.embedder.name))
 
     # ---- folders ----------------------------------------------------------------------------
 
@@ -153,26 +145,19 @@ class FolderManager:
         root = root.resolve()
         return self.service.add(root, self.settings_for(root), name=name or root.name)
 
-    async def start(
-        self,
-        folder: IndexedFolder,
-        *,
-        rebuild: bool = False,
-        progress: ProgressFactory | None = None,
-    ) -> IndexReport | None:
+    async def start(self, folder: IndexedFolder, *, rebuild: bool = False) -> IndexReport | None:
         """Open the folder's index and bring it up to date, with work-done progress."""
-        bar = progress("Indexing notes") if progress is not None else None
+        bar = self.progress("Indexing notes") if self.progress is not None else None
         if bar is not None:
             await bar.begin(f"{folder.name}: scanning")
-        fut = self.service.index(
-            folder,
-            rebuild=rebuild,
-            progress=bar.report if bar is not None else None,
-            cancel=bar.cancelled if bar is not None else None,
-        )
         try:
-            report = await asyncio.wrap_future(fut)
-        except Exception as exc:
+            report = await asyncio.wrap_future(self.service.index(
+                folder,
+                rebuild=rebuild,
+                progress=bar.report if bar is not None else None,
+                cancel=bar.cancelled if bar is not None else None,
+            ))
+        except Exception as exc:  # (the folder says why: its state, and a message once)
             if bar is not None:
                 bar.end(f"{folder.name}: failed: {exc}")
             return None
@@ -188,39 +173,30 @@ class FolderManager:
                 log.exception("ready hook failed for %s", folder.name)
         return report
 
-    def start_soon(self, folder: IndexedFolder, **kwargs: Any) -> asyncio.Future[Any]:
+    def start_soon(self, folder: IndexedFolder, *, rebuild: bool = False) -> None:
         """:meth:`start` in the background (handlers must answer at once)."""
-        task = asyncio.ensure_future(self.start(folder, **kwargs))
+        self._spawn(self.start(folder, rebuild=rebuild))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        return task
-
-    def _rescan(self, folder: IndexedFolder) -> None:
-        """The service asks for a full (incremental) scan: with the client's progress."""
-        self.start_soon(folder, progress=self.progress)
 
     async def close(self, folder: IndexedFolder) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.service.remove, folder)
 
-    async def reopen(self, folder: IndexedFolder, **kwargs: Any) -> IndexedFolder | None:
+    async def reopen(self, folder: IndexedFolder) -> IndexedFolder | None:
         """Close a folder and open it again with its current settings (an index setting
         changed), then index it in the background."""
         await self.close(folder)
         fresh = self.add(folder.root, folder.name)
         if fresh is not None:
-            self.start_soon(fresh, **kwargs)
+            self.start_soon(fresh)
         return fresh
 
-    def close_all_now(self) -> None:
-        """The process is exiting: release every index without waiting."""
-        self.service.abandon()
-
-    def folder_for(self, uri_or_path: str | Path) -> IndexedFolder | None:
+    def folder_for(self, uri: str) -> IndexedFolder | None:
         """The folder holding a document; the innermost when folders nest."""
-        if isinstance(uri_or_path, str) and "://" in uri_or_path:
-            path = uri_to_path(uri_or_path)
-        else:
-            path = Path(uri_or_path)
+        path = uri_to_path(uri)
         return None if path is None else self.service.folder_of(path)
 
     def rel_for(
@@ -230,12 +206,11 @@ class FolderManager:
         read through a converter (a PDF, a notebook: ``include_formats``) unless ``documents``:
         the editor's buffer of such a file is not its indexed text, so hover, completion,
         lenses and diagnostics offer nothing there (its hits are still listed by search)."""
-        folder = self.folder_for(uri)
         path = uri_to_path(uri)
-        if folder is None or path is None or (not documents and is_document(path.name)):
+        found = self.service.locate(path) if path is not None else None
+        if found is None or (not documents and is_document(found[1])):
             return None
-        rel = folder.note_path(path)
-        return None if rel is None else (folder, rel)
+        return found
 
     def writing_for(
         self, uri: str, enabled: Callable[[Settings], bool] | None = None,
@@ -252,26 +227,6 @@ class FolderManager:
         if aids is None or (enabled is not None and not enabled(folder.settings)):
             return None
         return folder, rel, aids
-
-    def queue(self, uri: str, op: str) -> bool:
-        """Queue a change of the note at ``uri``; False when it is outside every folder."""
-        found = self.rel_for(uri)
-        if found is None:
-            return False
-        folder, rel = found
-        folder.queue(rel, op)
-        self._on_status()
-        return True
-
-    def changed(self, uri: str) -> bool:
-        """A file or folder at ``uri`` changed on disk: the engine's one rule decides what the
-        index does (the disk now, not the event's kind)."""
-        path = uri_to_path(uri)
-        return path is not None and self.service.changed(path, path.exists())
-
-    async def settled(self, folder: IndexedFolder) -> None:
-        """Wait until the changes queued to a folder so far are written."""
-        await asyncio.wrap_future(folder.settled())
 
     # ---- reads ------------------------------------------------------------------------------
 

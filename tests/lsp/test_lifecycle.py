@@ -43,16 +43,16 @@ async def test_status_ready_with_counts(main: Server) -> None:
     await main.wait_for(ready_note, timeout=5)
 
 
-async def test_watchers_registered_when_client_can(main: Server) -> None:
-    """The server asks for what it needs (file events, the mdsearch settings), so a client
-    sends no ``synchronize`` options; a client that cannot register dynamically is asked nothing."""
+async def test_configuration_registered_when_client_can(main: Server) -> None:
+    """The server asks for what it needs (the mdsearch settings), so a client sends no
+    ``synchronize`` options; a client that cannot register dynamically is asked nothing. File
+    events are not asked for: the server watches the notes of the folders it holds itself."""
     regs = getattr(main.client, "registrations", [])
     methods = {r.method for r in regs}
     caps = main.client.capabilities
     workspace = caps.workspace if caps is not None else None
     config = workspace.did_change_configuration if workspace is not None else None
-    if main.profile == "visual-studio-code":
-        assert types.WORKSPACE_DID_CHANGE_WATCHED_FILES in methods
+    assert types.WORKSPACE_DID_CHANGE_WATCHED_FILES not in methods
     if config is not None and config.dynamic_registration:
         (reg,) = [r for r in regs if r.method == types.WORKSPACE_DID_CHANGE_CONFIGURATION]
         assert reg.register_options == {"section": "mdsearch"}

@@ -112,3 +112,26 @@ async def test_did_rename_files(main: Server) -> None:
     sem = await main.symbols("shaping clay on a pottery wheel")
     assert sem and sem[0].location.uri == new.as_uri()
     await asyncio.sleep(0)
+
+
+async def test_changes_on_disk_reach_the_index_without_a_word_from_the_client(
+    main: Server,
+) -> None:
+    """The server watches the notes it holds: a note written and a .gitignore that hides it
+    are seen with no save and no file event from the client (the rescan comes from the
+    watcher's thread, and must reach the event loop)."""
+    note = main.root / "scratch" / "unsent.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("# Unsent\n\nA letter about the vrombulous harbour.\n", encoding="utf-8")
+    await wait_paths(main, "vrombulous", {"scratch/unsent.md"})
+    ignore = main.root / ".gitignore"
+    ignore.write_text("scratch/\n", encoding="utf-8")
+
+    async def hidden() -> bool:
+        return "scratch/unsent.md" not in await paths_for(main, "vrombulous")
+
+    try:
+        await main.wait_for(hidden, timeout=60)
+    finally:
+        ignore.unlink()
+        note.unlink()

@@ -196,7 +196,7 @@ async def test_the_language_server_lists_document_hits_but_offers_nothing_inside
     from lsprotocol import types
 
     from mdsearch_ls.lsp.convert import path_to_uri
-    from mdsearch_ls.lsp.features import completion, hover, lenses, symbols, sync
+    from mdsearch_ls.lsp.features import completion, hover, lenses, symbols
     from mdsearch_ls.lsp.workspace_folders import FolderManager
 
     root = write_documents(tmp_path / "vault")
@@ -223,7 +223,6 @@ async def test_the_language_server_lists_document_hits_but_offers_nothing_inside
             manager, types.CompletionParams(text_document=doc, position=at), "[[" + garbage
         ) is None
         assert lenses.code_lenses(manager, pdf_uri, garbage) == []
-        sync.did_open(manager, pdf_uri)  # not a crash, and no re-index of a known document
         # A markdown note of the same folder still gets its hover.
         note = types.TextDocumentIdentifier(uri=path_to_uri(root / "notes/garden.md"))
         folder.apply_settings(dataclasses.replace(ALL, hover_min_score=-1.0))
@@ -239,13 +238,10 @@ async def test_the_language_server_lists_document_hits_but_offers_nothing_inside
 async def test_a_watched_change_of_a_pdf_reindexes_it(
     tmp_path: Path, fake_embedder, touch_later
 ) -> None:
-    from lsprotocol import types
-
     from mdsearch_ls.lsp.convert import path_to_uri
-    from mdsearch_ls.lsp.features import lifecycle, sync
+    from mdsearch_ls.lsp.features import sync
     from mdsearch_ls.lsp.workspace_folders import FolderManager
 
-    assert "pdf" in lifecycle.DOCUMENT_GLOB  # the client is asked to watch documents too
     root = write_documents(tmp_path / "vault")
     manager = FolderManager(embedder=fake_embedder)
     manager.settings = Settings(include_formats=("pdf",))
@@ -257,8 +253,7 @@ async def test_a_watched_change_of_a_pdf_reindexes_it(
         edited[3] = ("Results", 0, "A clay baker gave the crispest crust of all the pots.")
         pdf.write_bytes(pdf_bytes(edited))
         touch_later(pdf)
-        sync.watched_files(manager, [types.FileEvent(uri=path_to_uri(pdf),
-                                                     type=types.FileChangeType.Changed)])
+        sync.changed(manager, [path_to_uri(pdf)])
         folder.settled().result(timeout=30)
         _, text = folder.read_note("papers/sourdough.pdf")
         assert "clay baker" in text

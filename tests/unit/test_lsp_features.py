@@ -160,20 +160,16 @@ async def test_saves_are_queued_to_the_writer_and_indexed(manager, tmp_path) -> 
     _drain(folder)
     assert folder.is_indexed("kitchen/Soup.md")
     new.unlink()
-    sync.watched_files(manager, [types.FileEvent(uri=path_to_uri(new),
-                                                 type=types.FileChangeType.Deleted)])
+    sync.changed(manager, [path_to_uri(new)])
     _drain(folder)
     assert not folder.is_indexed("kitchen/Soup.md")
-    # outside every folder: nothing queued
-    assert not manager.queue(path_to_uri(tmp_path / "elsewhere.md"), "update")
 
 
 async def test_a_gitignore_change_rescans_with_the_new_rules(manager, tmp_path) -> None:
     root = _vault(tmp_path / "notes")
     folder = await _ready(manager, root)
     (root / ".gitignore").write_text("kitchen/\n", "utf-8")
-    sync.watched_files(manager, [types.FileEvent(uri=path_to_uri(root / ".gitignore"),
-                                                 type=types.FileChangeType.Changed)])
+    sync.changed(manager, [path_to_uri(root / ".gitignore")])
     await asyncio.gather(*manager._background)
     assert not folder.is_indexed("kitchen/Bread.md")
     assert folder.is_indexed("garden/Roses.md")

@@ -53,7 +53,7 @@ def _folders_for(manager: FolderManager, root: Any, name: str) -> list[IndexedFo
     if not isinstance(root, str) or not root:
         raise JsonRpcInvalidParams(f"{name}: 'root' must be a folder path or file URI")
     path = uri_to_path(root) if "://" in root else Path(root)
-    folder = manager.folder_for(path) if path is not None else None
+    folder = manager.service.folder_of(path) if path is not None else None
     if folder is None or (path is not None and path.resolve() != folder.root):
         known = ", ".join(str(f.root) for f in manager.folders.values()) or "none"
         raise JsonRpcInvalidParams(f"{name}: {root!r} is not a workspace folder (folders: {known})")
@@ -108,11 +108,11 @@ async def related(
     return [hit_json(folder.root, hit) for hit in result.hits]
 
 
-def reindex(manager: FolderManager, args: tuple[Any, ...], progress: Any) -> dict[str, Any]:
+def reindex(manager: FolderManager, args: tuple[Any, ...]) -> dict[str, Any]:
     params = _one_object(REINDEX, args, '{"root"?: string}', optional=True)
     folders = _folders_for(manager, params.get("root"), REINDEX)
     for folder in folders:
-        manager.start_soon(folder, rebuild=True, progress=progress)
+        manager.start_soon(folder, rebuild=True)
     return {"started": True, "folders": [str(f.root) for f in folders]}
 
 
@@ -135,9 +135,7 @@ def register(server: MdSearchServer) -> None:
 
     @server.command(REINDEX)
     async def on_reindex(ls: Any, *args: Any) -> dict[str, Any]:
-        from mdsearch_ls.lsp.progress import IndexProgress
-
-        return reindex(ls.manager, args, lambda title: IndexProgress(ls, title))
+        return reindex(ls.manager, args)
 
     @server.command(STATUS)
     def on_status(ls: Any, *args: Any) -> dict[str, Any]:

@@ -131,7 +131,7 @@ class Publisher:
 
     async def _after_save(self, folder: IndexedFolder) -> None:
         with contextlib.suppress(Exception):
-            await self.server.manager.settled(folder)
+            await asyncio.wrap_future(folder.settled())
         self._refresh_folder(folder)
 
     def _refresh_folder(self, folder: IndexedFolder) -> None:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from mdsearch_ls.lsp.convert import path_to_uri, uri_to_path
-from mdsearch_ls.lsp.progress import IndexProgress
 from mdsearch_ls.lsp.workspace_folders import FolderManager
 
 if TYPE_CHECKING:
@@ -26,10 +25,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WATCH_GLOB = "**/*.{md,markdown}"
-DOCUMENT_GLOB = "**/*.{pdf,docx,html,htm,ipynb,org}"
-"""Documents (include_formats): watched whatever the setting, since it may change while the
-server runs; the engine drops the events of formats a folder does not read."""
 CONFIG_TIMEOUT_S = 5.0
 
 
@@ -84,55 +79,31 @@ async def apply_configuration(ls: MdSearchServer, window: Any, per_folder: dict[
     """Layer configuration over initializationOptions; reopen folders whose index changed."""
     reopen = ls.manager.configure(window, per_folder)
     if ls.initialized:
-        ls.manager.load_model(_progress(ls))
+        ls.manager.load_model()
     for folder in reopen:
         log.info("%s: index settings changed; reopening it", folder.name)
-        await ls.manager.reopen(folder, progress=_progress(ls))
+        await ls.manager.reopen(folder)
     ls.status_changed(force=True)
 
 
-def _progress(ls: MdSearchServer) -> Any:
-    return lambda title: IndexProgress(ls, title)
-
-
-async def register_watchers(ls: MdSearchServer) -> None:
-    """Ask the client to watch the notes and the ignore files, and to tell us when an
-    ``mdsearch`` setting changes: the server says what it needs, so a client needs no
-    ``synchronize`` options (VS Code's are deprecated) and every editor gets the same events."""
+async def register_configuration(ls: MdSearchServer) -> None:
+    """Ask the client to tell us when an ``mdsearch`` setting changes: the server says what it
+    needs, so a client needs no ``synchronize`` options (VS Code's are deprecated). Files are
+    not asked for: the process that holds an index watches its notes itself."""
     caps = ls.client_capabilities.workspace
-    watched = caps.did_change_watched_files if caps else None
     config = caps.did_change_configuration if caps else None
-    registrations: list[types.Registration] = []
-    if watched is not None and watched.dynamic_registration:
-        registrations.append(types.Registration(
-            id="mdsearch-watch-markdown",
-            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-            register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                watchers=[
-                    types.FileSystemWatcher(glob_pattern=WATCH_GLOB),
-                    types.FileSystemWatcher(glob_pattern=DOCUMENT_GLOB),
-                    types.FileSystemWatcher(glob_pattern="**/.gitignore"),
-                ]
-            ),
-        ))
-    else:
-        log.info("client cannot watch files for us; changes outside the editor need a save")
-    if config is not None and config.dynamic_registration:
-        # The section makes a client that pushes settings send ours (VS Code sends nothing for
-        # a registration without one); the handler pulls each folder's values anyway.
-        registrations.append(types.Registration(
-            id="mdsearch-configuration",
-            method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
-            register_options={"section": "mdsearch"},
-        ))
-    if not registrations:
+    if config is None or not config.dynamic_registration:
         return
+    # The section makes a client that pushes settings send ours (VS Code sends nothing for a
+    # registration without one); the handler pulls each folder's values anyway.
+    registration = types.Registration(id="mdsearch-configuration",
+                                      method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                                      register_options={"section": "mdsearch"})
     try:
         await ls.client_register_capability_async(
-            types.RegistrationParams(registrations=registrations))
+            types.RegistrationParams(registrations=[registration]))
     except Exception as exc:
-        log.info("registration refused (%s): %s",
-                 ", ".join(r.method for r in registrations), exc)
+        log.info("registration of %s refused: %s", registration.method, exc)
 
 
 def register(server: MdSearchServer) -> None:
@@ -142,22 +113,21 @@ def register(server: MdSearchServer) -> None:
         window = params.capabilities.window
         ls.progress_support = bool(window and window.work_done_progress)
         on_initialize(ls.manager, params)
-        if params.process_id and ls.start_parent_watch is not None:
-            ls.start_parent_watch(params.process_id, ls)
+        if params.process_id:
+            ls.watch_parent(params.process_id)
         for hook in ls.initialize_hooks:
             hook(ls)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: MdSearchServer, params: types.InitializedParams) -> None:
         ls.initialized = True
-        ls.manager.progress = _progress(ls)
         pulled = await pull_configuration(ls)
         if pulled is not None:
             ls.manager.configure(*pulled)
-        await register_watchers(ls)
-        ls.manager.load_model(_progress(ls))
+        await register_configuration(ls)
+        ls.manager.load_model()
         for folder in list(ls.manager.folders.values()):
-            ls.manager.start_soon(folder, progress=_progress(ls))
+            ls.manager.start_soon(folder)
         if not ls.manager.folders:
             log.info("no workspace folder: open a folder of notes to index it")
         ls.status_changed(force=True)
@@ -192,7 +162,7 @@ def register(server: MdSearchServer) -> None:
             known = path.resolve() in ls.manager.folders
             folder = ls.manager.add(path, added.name)
             if folder is not None and not known:
-                ls.manager.start_soon(folder, progress=_progress(ls))
+                ls.manager.start_soon(folder)
         ls.status_changed(force=True)
 
     @server.feature(types.SHUTDOWN)
