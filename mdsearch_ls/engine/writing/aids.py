@@ -132,10 +132,10 @@ class WritingAids:
     def chunk_texts(self, chunk_ids: Iterable[str]) -> dict[str, str]:
         return self._ws.chunk_texts(chunk_ids)
 
-    def nearest(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The ``k`` chunks nearest ``vector`` as (id, cosine), best first: the Chroma
-        collection's answer, the one place the writing aids learn what is near what."""
-        return self._ws.store.query(vector, k)
+    def nearest(self, vectors: list[np.ndarray], k: int) -> list[list[tuple[str, float]]]:
+        """For each of ``vectors``, the ``k`` nearest chunks as (id, cosine), best first: the
+        Chroma collection's answer, the one place the writing aids learn what is near what."""
+        return self._ws.store.query_many(vectors, k)
 
     def note_text(self, path: str, text: str) -> NoteText:
         """The buffer's links and literal ranges, kept for the last few buffers (code lenses

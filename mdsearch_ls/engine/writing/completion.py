@@ -270,7 +270,7 @@ class LinkCompleter:
         vector = self._aids.embed(para)
         table = view.sections
         own = sum(len(table.hashes[r]) for r in table.rows(source))
-        hits = self._aids.nearest(vector, SEMANTIC_POOL + own)
+        hits = self._aids.nearest([vector], SEMANTIC_POOL + own)[0]
         row_of = rows_of_chunks(self._aids.manifest, table, (cid for cid, _ in hits))
         rows: dict[int, float] = {}
         for cid, sim in hits:  # best first: a row's first chunk is its nearest

@@ -223,14 +223,13 @@ def near_duplicates(aids: WritingAids, path: str, min_score: float, *,
     asking = {r: _spread(sections_of(path).get(int(table.sections[r]), []), QUERIED_CHUNKS)
               for r in mine}
     vectors = manifest.vectors(c.embed_hash for recs in asking.values() for c in recs)
+    queries = [(r, vectors[c.embed_hash]) for r, recs in asking.items() for c in recs
+               if c.embed_hash in vectors]
     found: dict[int, list[tuple[str, float]]] = {}
-    for r, recs in asking.items():
-        for c in recs:
-            v = vectors.get(c.embed_hash)
-            if v is not None:
-                found.setdefault(r, []).extend(
-                    (cid, sim) for cid, sim in aids.nearest(v, DUPLICATE_NEIGHBOURS + own)
-                    if sim >= DUPLICATE_CANDIDATE)
+    answers = aids.nearest([v for _, v in queries], DUPLICATE_NEIGHBOURS + own) if queries else []
+    for (r, _), hits in zip(queries, answers, strict=True):
+        found.setdefault(r, []).extend((cid, sim) for cid, sim in hits
+                                       if sim >= DUPLICATE_CANDIDATE)
     row_of = rows_of_chunks(manifest, table, (cid for hits in found.values() for cid, _ in hits))
     out: list[Duplicate] = []
     for r in mine:
