@@ -219,6 +219,11 @@ def near_duplicates(aids: WritingAids, path: str, min_score: float, *,
             texts[note] = {n: "\n".join(c.text for c in recs) for n, recs in by_section.items()}
         return chunks[note]
 
+    def section_words(row: int) -> list[str]:
+        note = table.paths[row]
+        sections_of(note)
+        return _words(texts[note].get(int(table.sections[row]), ""))
+
     own = sum(len(recs) for recs in sections_of(path).values())
     asking = {r: _spread(sections_of(path).get(int(table.sections[r]), []), QUERIED_CHUNKS)
               for r in mine}
@@ -240,12 +245,11 @@ def near_duplicates(aids: WritingAids, path: str, min_score: float, *,
                 near[h] = max(sim, near.get(h, -1.0))
         if not near:
             continue
-        own_words = _words(texts[path].get(int(table.sections[r]), ""))
+        own_words = section_words(r)
         others = []
         for h in sorted(near, key=lambda h: -near[h])[:COMPARED]:
-            sections_of(table.paths[h])
-            theirs = _words(texts[table.paths[h]].get(int(table.sections[h]), ""))
-            score = difflib.SequenceMatcher(None, own_words, theirs, autojunk=False).ratio()
+            score = difflib.SequenceMatcher(None, own_words, section_words(h),
+                                            autojunk=False).ratio()
             if score >= min_score:
                 others.append(DuplicateOf(table.paths[h], table.titles[h], table.breadcrumbs[h],
                                           int(table.start_lines[h]), int(table.end_lines[h]),
