@@ -10,9 +10,9 @@ list. Sections of the note being written are left out.
 
 Names and headings come from the index generation's
 :class:`~mdsearch_ls.engine.writing.vault_view.VaultView`, matched by one regex pass over them
-all; what is near a paragraph is kept per paragraph text and generation (:class:`_Near`), so
-typing on after ``[[`` asks Chroma nothing again and reads from SQLite only the vectors of notes
-a new name match brings in.
+all; what is near a paragraph is kept per note, paragraph text and generation
+(:class:`_Near`), so typing on after ``[[`` asks Chroma nothing again and reads from SQLite only
+the vectors of notes a new name match brings in.
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ class LinkCompleter:
     def __init__(self, aids: WritingAids) -> None:
         self._aids = aids
         self._lookup: _Lookup | None = None
-        self._near: OrderedDict[str, _Near] = OrderedDict()
+        self._near: OrderedDict[tuple[str, str], _Near] = OrderedDict()
         self._lock = threading.Lock()
 
     def complete(self, path: str, text: str, line: int, column: int, *,
@@ -259,13 +259,14 @@ class LinkCompleter:
         return found
 
     def _near_for(self, view: VaultView, source: str, para: str) -> _Near:
-        """What ``para`` is near in this generation: asked of Chroma once per paragraph text
-        (over-fetching by the note's own chunks, dropped: a ``where`` on the path costs Chroma
-        more than the few extra neighbours)."""
+        """What ``para``, written in note ``source``, is near in this generation: asked of
+        Chroma once per note and paragraph text (over-fetching by the note's own chunks,
+        dropped: a ``where`` on the path costs Chroma more than the few extra neighbours)."""
+        key = (source, para)
         with self._lock:
-            found = self._near.get(para)
+            found = self._near.get(key)
             if found is not None and found.generation == view.generation:
-                self._near.move_to_end(para)
+                self._near.move_to_end(key)
                 return found
         vector = self._aids.embed(para)
         table = view.sections
@@ -282,7 +283,7 @@ class LinkCompleter:
             notes.setdefault(table.paths[r], sim)
         near = _Near(view.generation, vector, rows, list(rows), list(notes), notes)
         with self._lock:
-            self._near[para] = near
+            self._near[key] = near
             while len(self._near) > 8:
                 self._near.popitem(last=False)
         return near
