@@ -144,6 +144,11 @@ def test_query_returns_cosine_similarity_best_first(store):
     assert sims["opposite"] == pytest.approx(-1.0, abs=1e-5)
     assert [cid for cid, _ in store.query(q, 2)] == ["same", "close"]
     assert store.query(q, 0) == []
+    # several vectors in one call: each its own neighbours, in the order asked
+    many = store.query_many([unit([0, 1, 0]), q], 2)
+    assert [[cid for cid, _ in hits] for hits in many] == [["orthogonal", "close"],
+                                                            ["same", "close"]]
+    assert store.query_many([q, q], 0) == [[], []] and store.query_many([], 3) == []
 
 
 def test_upsert_replaces_vector_and_metadata(store):

@@ -263,11 +263,25 @@ class ChromaStore:
         ids: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Nearest chunks as (id, cosine similarity), best first."""
-        total = self.count()
+        return self.query_many([vector], k, where=where, ids=ids)[0]
+
+    def query_many(
+        self,
+        vectors: Sequence[np.ndarray],
+        k: int,
+        *,
+        where: dict[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`query` for each of ``vectors``, in one call: a call costs Chroma about half a
+        millisecond before any search (a near-duplicate check asks for dozens of chunks'
+        neighbours: 0.13 against 0.84 ms a query at 150 chunks, 1.6 against 10 ms at 10k)."""
+        empty: list[list[tuple[str, float]]] = [[] for _ in vectors]
+        total = self.count() if len(vectors) else 0
         if total == 0 or k <= 0:
-            return []
+            return empty
         kwargs: dict[str, Any] = {
-            "query_embeddings": [np.asarray(vector, dtype=np.float32)],
+            "query_embeddings": np.asarray(np.stack(vectors), dtype=np.float32),
             "n_results": min(k, total),
             "include": ["distances"],
         }
@@ -275,13 +289,14 @@ class ChromaStore:
             kwargs["where"] = where
         if ids is not None:
             if not ids:
-                return []
+                return empty
             kwargs["ids"] = list(ids)
             kwargs["n_results"] = min(kwargs["n_results"], len(ids))
         res = self._col.query(**kwargs)
-        found = res["ids"][0] if res["ids"] else []
-        dists = res["distances"][0] if res.get("distances") else []
-        return [(cid, 1.0 - float(d)) for cid, d in zip(found, dists, strict=False)]
+        if not res["ids"] or not res.get("distances"):
+            return empty
+        return [[(cid, 1.0 - float(d)) for cid, d in zip(f, ds, strict=False)]
+                for f, ds in zip(res["ids"], res["distances"], strict=True)]
 
     def other_collections(self) -> dict[str, str]:
         """The collections of this index's other embedding spaces, as {space: collection}: on

@@ -1,9 +1,9 @@
 """Help while writing: links by meaning, related sections that are not linked yet, where a link
 goes. Unlinked mentions and near-duplicates are in :mod:`~mdsearch_ls.engine.writing.mentions`.
 
-Every answer reuses what the index holds (a vector per section, the outline of every note, the
-link graph; see :mod:`~mdsearch_ls.engine.writing.vault_view`): nothing re-embeds a whole note
-per keystroke.
+Every answer reuses what the index holds (the Chroma collection for what is near what, the
+outline of every note, the link graph; see :mod:`~mdsearch_ls.engine.writing.vault_view`):
+nothing re-embeds a whole note per keystroke.
 Link completion embeds one paragraph, the one being written, and keeps its vector per paragraph
 text, so typing on after ``[[`` costs no model call at all.
 
@@ -48,6 +48,7 @@ from mdsearch_ls.engine.writing.completion import (
 from mdsearch_ls.engine.writing.vault_view import Vault, VaultView
 
 if TYPE_CHECKING:
+    from mdsearch_ls.engine.index.manifest import Manifest
     from mdsearch_ls.engine.workspace import Workspace
 
 MIN_SUGGEST_CHARS = 120
@@ -124,8 +125,17 @@ class WritingAids:
         """The index as the writing aids read it (names, sections, links), current."""
         return self.vault.view()
 
+    @property
+    def manifest(self) -> Manifest:
+        return self._ws.manifest
+
     def chunk_texts(self, chunk_ids: Iterable[str]) -> dict[str, str]:
         return self._ws.chunk_texts(chunk_ids)
+
+    def nearest(self, vectors: list[np.ndarray], k: int) -> list[list[tuple[str, float]]]:
+        """For each of ``vectors``, the ``k`` nearest chunks as (id, cosine), best first: the
+        Chroma collection's answer, the one place the writing aids learn what is near what."""
+        return self._ws.store.query_many(vectors, k)
 
     def note_text(self, path: str, text: str) -> NoteText:
         """The buffer's links and literal ranges, kept for the last few buffers (code lenses
@@ -307,17 +317,7 @@ class WritingAids:
         """Sections of note ``path`` (as indexed) almost identical to a section of another note
         (template boilerplate aside)."""
         threshold = self._ws.settings.duplicates_min_score if min_score is None else min_score
-        texts: dict[str, dict[int, str]] = {}
-
-        def section_text(note: str, number: int) -> str:
-            if note not in texts:
-                by_section: dict[int, list[str]] = {}
-                for rec in self._ws.chunks_of(note):
-                    by_section.setdefault(rec.section, []).append(rec.text)
-                texts[note] = {n: "\n".join(parts) for n, parts in by_section.items()}
-            return texts[note].get(number, "")
-
-        return hygiene.near_duplicates(self.view(), path, threshold, section_text, limit=limit)
+        return hygiene.near_duplicates(self, path, threshold, limit=limit)
 
 def _is_title_hit(view: VaultView, hit: Hit) -> bool:
     return " > " not in hit.breadcrumb and hit.title.strip().casefold() == (

@@ -3,20 +3,24 @@
 After ``[[`` (or ``](``), what follows is matched against every note's title, aliases and file
 name and every heading (a fuzzy match: whole name, prefix, a word's start, anywhere, in order);
 the paragraph being written is embedded once (its vector kept per paragraph text, so typing on
-costs no model call) and compared with every section's vector. The two are blended: once
-something is typed the name leads, and an exact title or alias match always comes first; with
-nothing typed, meaning alone orders the list. Sections of the note being written are left out.
+costs no model call) and its nearest chunks are asked of the Chroma collection, a section being
+as near as its nearest chunk. The two are blended: once something is typed the name leads, and
+an exact title or alias match always comes first; with nothing typed, meaning alone orders the
+list. Sections of the note being written are left out.
 
-Nothing here queries SQLite per keystroke: names, sections and vectors come from the index
-generation's :class:`~mdsearch_ls.engine.writing.vault_view.VaultView`, the names matched by one
-regex pass
-over them all.
+Names and headings come from the index generation's
+:class:`~mdsearch_ls.engine.writing.vault_view.VaultView`, matched by one regex pass over them
+all; what is near a paragraph is kept per note, paragraph text and generation
+(:class:`_Near`), so typing on after ``[[`` asks Chroma nothing again and reads from SQLite only
+the vectors of notes a new name match brings in.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +30,7 @@ from mdsearch_ls.engine.notes.links import github_anchor, markdown_link, relativ
 from mdsearch_ls.engine.notes.obsidian import normalise_inline
 from mdsearch_ls.engine.notes.outline import outline
 from mdsearch_ls.engine.search import preview
+from mdsearch_ls.engine.writing.section_table import SectionTable, rows_of_chunks
 from mdsearch_ls.engine.writing.vault_view import WORD_RE, VaultView
 
 if TYPE_CHECKING:
@@ -38,6 +43,14 @@ W_FUZZY, W_SEMANTIC = 0.6, 0.4
 """The blend once something is typed after ``[[``: the name match leads, meaning breaks ties
 and brings in what the name alone would miss."""
 SEMANTIC_NOTES, SEMANTIC_HEADINGS, MATCHED_MAX = 15, 25, 200
+SEMANTIC_POOL = 100
+"""Nearest chunks asked of Chroma for a paragraph (beside the note's own, which are dropped):
+the notes and headings offered by meaning are the best of these, and a note often holds several
+of them."""
+NOTE_VECTORS_SQL = (
+    "SELECT c.path, c.section, v.vector FROM chunks c "
+    "JOIN vectors v ON v.embed_hash = c.embed_hash WHERE c.path IN ({marks})"
+)
 
 _WIKI_OPEN = re.compile(r"(!?)\[\[([^\[\]\n]*)$")
 _WIKI_CLOSE = re.compile(r"^[^\[\]\n]*?\]\]|^\]")
@@ -166,12 +179,36 @@ class _Lookup:
     heading_rows: list[int]
     heading_names: _Names
 
+
+@dataclass
+class _Near:
+    """How near one paragraph is to the sections of one index generation: each section row's
+    best chunk cosine. Chroma's nearest chunks fill it first (a note or section holding one of
+    them has its best chunk among them); a note a name match brings in is read from the
+    manifest's vectors once (``looked``), as search fills the cosine of a keyword-only hit."""
+
+    generation: int
+    vector: np.ndarray
+    rows: dict[int, float]
+    """Row -> cosine of its nearest chunk, for the rows known so far."""
+    nearest: list[int]
+    """The rows of Chroma's answer, nearest first."""
+    nearest_notes: list[str]
+    """Their notes, nearest first."""
+    notes: dict[str, float] = field(default_factory=dict)
+    """Note -> its best row's cosine, for the notes known so far."""
+    looked: set[str] = field(default_factory=set)
+    """Notes whose every row is known."""
+
+
 class LinkCompleter:
     """Completes links over one workspace's index (through its :class:`WritingAids`)."""
 
     def __init__(self, aids: WritingAids) -> None:
         self._aids = aids
         self._lookup: _Lookup | None = None
+        self._near: OrderedDict[tuple[str, str], _Near] = OrderedDict()
+        self._lock = threading.Lock()
 
     def complete(self, path: str, text: str, line: int, column: int, *,
                  style: str | None = None, limit: int = 50,
@@ -195,9 +232,9 @@ class LinkCompleter:
         if ctx["note"] is not None:
             items = self._complete_headings(view, path, text, ctx, style)
         else:
-            vector = (self._paragraph_vector(lines, line, ctx["start"], ctx["end"])
-                      if semantic else None)
-            items = self._complete_all(view, path, ctx, style, vector, limit)
+            para = _paragraph(lines, line, ctx["start"], ctx["end"]) if semantic else None
+            near = self._near_for(view, path, para) if para is not None else None
+            items = self._complete_all(view, path, ctx, style, near, limit)
         return LinkCompletion(line, ctx["start"], ctx["end"], ctx["typed"],
                               self._with_snippets(view, items[:limit]))
 
@@ -221,60 +258,93 @@ class LinkCompleter:
         self._lookup = found
         return found
 
+    def _near_for(self, view: VaultView, source: str, para: str) -> _Near:
+        """What ``para``, written in note ``source``, is near in this generation: asked of
+        Chroma once per note and paragraph text (over-fetching by the note's own chunks,
+        dropped: a ``where`` on the path costs Chroma more than the few extra neighbours)."""
+        key = (source, para)
+        with self._lock:
+            found = self._near.get(key)
+            if found is not None and found.generation == view.generation:
+                self._near.move_to_end(key)
+                return found
+        vector = self._aids.embed(para)
+        table = view.sections
+        own = sum(len(table.hashes[r]) for r in table.rows(source))
+        hits = self._aids.nearest([vector], SEMANTIC_POOL + own)[0]
+        row_of = rows_of_chunks(self._aids.manifest, table, (cid for cid, _ in hits))
+        rows: dict[int, float] = {}
+        for cid, sim in hits:  # best first: a row's first chunk is its nearest
+            r = row_of.get(cid)
+            if r is not None and table.paths[r] != source:
+                rows.setdefault(r, sim)
+        notes: dict[str, float] = {}
+        for r, sim in rows.items():
+            notes.setdefault(table.paths[r], sim)
+        near = _Near(view.generation, vector, rows, list(rows), list(notes), notes)
+        with self._lock:
+            self._near[key] = near
+            while len(self._near) > 8:
+                self._near.popitem(last=False)
+        return near
+
+    def _look_up(self, near: _Near, table: SectionTable, paths: set[str]) -> None:
+        """The cosine of every section of ``paths`` not yet known (notes and headings a name
+        brought in), from the manifest's vectors. Under the lock: another request about the
+        same paragraph must not take a note for looked up before its rows are in."""
+        with self._lock:
+            need = sorted(p for p in paths if p not in near.looked)
+            rows: dict[int, float] = {}
+            for i in range(0, len(need), 500):
+                batch = need[i:i + 500]
+                for p, section, blob in self._aids.manifest.read(
+                        NOTE_VECTORS_SQL.format(marks=",".join("?" * len(batch))), batch):
+                    r = table.row_of(p, int(section))
+                    if r is not None:
+                        sim = float(np.frombuffer(blob, dtype=np.float32) @ near.vector)
+                        rows[r] = max(sim, rows.get(r, -1.0))
+            for r, sim in rows.items():
+                near.rows[r] = sim
+                p = table.paths[r]
+                near.notes[p] = max(sim, near.notes.get(p, -1.0))
+            near.looked.update(need)
+
     def _complete_all(self, view: VaultView, source: str, ctx: dict[str, Any], style: str,
-                      vector: np.ndarray | None, limit: int) -> list[LinkCandidate]:
+                      near: _Near | None, limit: int) -> list[LinkCandidate]:
         query = ctx["query"].strip().casefold()
         table = view.sections
         lookup = self._lookup_for(view)
-        own = table.spans.get(source)
-        sims: np.ndarray | None = None
-        if vector is not None and table.vectors.size and len(table):
-            sims = table.vectors @ vector
-            if own is not None:
-                sims[own[0]:own[1]] = -1.0
-        note_sim: dict[str, float] = {}
-        if sims is not None and len(table.note_starts):
-            best = np.maximum.reduceat(sims, table.note_starts)
-            n = min(SEMANTIC_NOTES + 1, best.size)
-            top = np.argpartition(-best, n - 1)[:n]
-            note_sim = {table.note_paths[i]: float(best[i]) for i in top.tolist()}
-            note_row = table.note_index
         # note -> (fuzzy score, name, kind) of its best-matching name
         matched: dict[str, tuple[float, str, str]] = {}
         for score, i in lookup.note_names.matching(query, MATCHED_MAX):
             p, name, kind = lookup.notes[i]
             if p != source and score > matched.get(p, (0.0, "", ""))[0]:
                 matched[p] = (score, name, kind)
-        if sims is not None:
-            order = sorted(note_sim, key=lambda p: -note_sim[p])
-            for p in order[:SEMANTIC_NOTES]:
-                if p != source and note_sim[p] >= SEMANTIC_FLOOR:
-                    matched.setdefault(p, (0.0, view.title(p), "title"))
-            for p in matched:  # the similarity of notes found by name only
-                if p not in note_sim and p in note_row:
-                    note_sim[p] = float(best[note_row[p]])
-        # (score, note first, label key, build): only the best ``limit`` are built
-        ranked: list[tuple[float, int, str, Any]] = []
-        for p, (fz, name, kind) in matched.items():
-            sim = note_sim.get(p)
-            score = _blend(fz, sim, query) + (2.0 if fz == 1.0 else 0.0)
-            ranked.append((score, 0, name, ("note", p, fz, name, kind, sim)))
         heads: dict[int, float] = {}
         if query:
             for score, j in lookup.heading_names.matching(query, MATCHED_MAX):
                 r = lookup.heading_rows[j]
                 heads[r] = 1.0 if table.titles[r].strip().casefold() == query else min(score, 0.95)
-        if sims is not None and lookup.heading_rows:
-            rows = np.asarray(lookup.heading_rows, dtype=np.int64)
-            head_sims = sims[rows]
-            n = min(SEMANTIC_HEADINGS, rows.size)
-            for k in np.argpartition(-head_sims, n - 1)[:n].tolist():
-                if head_sims[k] >= SEMANTIC_FLOOR:
-                    heads.setdefault(int(rows[k]), 0.0)
+        if near is not None:
+            # the similarity of the notes and headings a name found
+            self._look_up(near, table, {*matched, *(table.paths[r] for r in heads)})
+            for p in near.nearest_notes[:SEMANTIC_NOTES]:
+                if near.notes[p] >= SEMANTIC_FLOOR:
+                    matched.setdefault(p, (0.0, view.title(p), "title"))
+            near_heads = [r for r in near.nearest if table.is_heading[r]][:SEMANTIC_HEADINGS]
+            for r in near_heads:
+                if near.rows[r] >= SEMANTIC_FLOOR:
+                    heads.setdefault(r, 0.0)
+        # (score, note first, label key, build): only the best ``limit`` are built
+        ranked: list[tuple[float, int, str, Any]] = []
+        for p, (fz, name, kind) in matched.items():
+            sim = near.notes.get(p) if near is not None else None
+            score = _blend(fz, sim, query) + (2.0 if fz == 1.0 else 0.0)
+            ranked.append((score, 0, name, ("note", p, fz, name, kind, sim)))
         for r, fz in heads.items():
             if table.paths[r] == source:
                 continue
-            sim = float(sims[r]) if sims is not None else None
+            sim = near.rows.get(r) if near is not None else None
             score = _blend(fz, sim, query) + (1.0 if fz == 1.0 else 0.0)
             ranked.append((score, 1, table.titles[r], ("heading", r, fz, sim)))
         ranked.sort(key=lambda x: (-x[0], x[1], x[2]))
@@ -335,29 +405,6 @@ class LinkCompleter:
             return markdown_link(alias or heading or view.title(path), path, source, heading)
         return wikilink(view.resolver.link_name(path), heading, alias, embed=ctx["embed"])
 
-    def _paragraph_vector(self, lines: list[str], line: int, start: int,
-                          end: int) -> np.ndarray | None:
-        """The vector of the paragraph being written (the link being typed left out), or of its
-        section when the paragraph is a few words only; None with nothing to go on."""
-        a = line
-        while a > 0 and lines[a - 1].strip() and not HEADING_LINE.match(lines[a - 1]):
-            a -= 1
-        b = line
-        while b + 1 < len(lines) and lines[b + 1].strip() and not HEADING_LINE.match(
-                lines[b + 1]):
-            b += 1
-        current = lines[line][:start] + lines[line][end:]
-        para = normalise_inline("\n".join([*lines[a:line], current, *lines[line + 1:b + 1]]))
-        if len(WORD_RE.findall(para)) < 4:
-            top = line
-            while top > 0 and not HEADING_LINE.match(lines[top]):
-                top -= 1
-            para = normalise_inline("\n".join([*lines[top:line], current][-40:]))
-        para = para.strip()
-        if len(WORD_RE.findall(para)) < 2:
-            return None
-        return self._aids.embed(para)
-
     def _with_snippets(self, view: VaultView, items: list[LinkCandidate]) -> list[LinkCandidate]:
         table = view.sections
         want: dict[int, str] = {}
@@ -370,6 +417,26 @@ class LinkCompleter:
         texts = self._aids.chunk_texts(want.values())
         return [replace(c, snippet=preview.snippet(texts.get(want.get(n, ""), ""), limit=300).text)
                 for n, c in enumerate(items)]
+
+
+def _paragraph(lines: list[str], line: int, start: int, end: int) -> str | None:
+    """The paragraph being written (the link being typed left out), or its section when the
+    paragraph is a few words only; None with nothing to go on."""
+    a = line
+    while a > 0 and lines[a - 1].strip() and not HEADING_LINE.match(lines[a - 1]):
+        a -= 1
+    b = line
+    while b + 1 < len(lines) and lines[b + 1].strip() and not HEADING_LINE.match(lines[b + 1]):
+        b += 1
+    current = lines[line][:start] + lines[line][end:]
+    para = normalise_inline("\n".join([*lines[a:line], current, *lines[line + 1:b + 1]]))
+    if len(WORD_RE.findall(para)) < 4:
+        top = line
+        while top > 0 and not HEADING_LINE.match(lines[top]):
+            top -= 1
+        para = normalise_inline("\n".join([*lines[top:line], current][-40:]))
+    para = para.strip()
+    return para if len(WORD_RE.findall(para)) >= 2 else None
 
 
 def _context(prefix: str, suffix: str, column: int) -> dict[str, Any] | None:

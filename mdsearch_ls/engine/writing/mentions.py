@@ -6,13 +6,16 @@
   a note this one already links to (either way): one link per note is the convention, and a
   note that already links there needs no nagging.
 * A **near-duplicate** is a section whose words are almost those of a section in another note:
-  a copy, perhaps lightly edited. The stored vectors find the candidates (cosine at least
-  ``DUPLICATE_CANDIDATE``, one matrix product over every section), and the words decide: the
-  share of the two bodies' words that match in order (``difflib``'s ratio over words, headings
-  left out) must reach ``duplicates.minScore``. The vectors alone cannot say "almost identical":
-  they embed each section with its heading path, so a section copied word for word into a note
-  of another title scored 0.90 on the test vault, while two paraphrases of one idea can score
-  as high. Short sections, and template text that three or more notes share word for word (what
+  a copy, perhaps lightly edited. The Chroma collection finds the candidates: each of the
+  section's chunks (up to ``QUERIED_CHUNKS`` of them, spread over it) asks for its nearest
+  chunks, and the sections of those at cosine ``DUPLICATE_CANDIDATE`` or more are compared. A
+  copy shares its chunks nearly word for word, so any of them finds the other copy, whereas a
+  section's mean vector would drift from each chunk of a long one. The words decide: the share
+  of the two bodies' words that match in order (``difflib``'s ratio over words, headings left
+  out) must reach ``duplicates.minScore``. The vectors alone cannot say "almost identical": they
+  embed each chunk with its heading path, so a section copied word for word into a note of
+  another title scored 0.90 on the test vault, while two paraphrases of one idea can score as
+  high. Short sections, and template text that three or more notes share word for word (what
   ranking already discounts as boilerplate), are never reported: nobody copied them by hand.
 
 Both read only the index and the buffer; neither embeds anything.
@@ -23,21 +26,33 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from mdsearch_ls.engine.locations import ChunkRecord
 from mdsearch_ls.engine.notes.links import MD_LINK_RE, NoteText, merge_ranges
 from mdsearch_ls.engine.notes.obsidian import WIKILINK_RE, in_ranges
 from mdsearch_ls.engine.notes.outline import headings
+from mdsearch_ls.engine.writing.section_table import rows_of_chunks
 from mdsearch_ls.engine.writing.vault_view import WORD_RE, VaultView
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.writing.aids import WritingAids
 
 MIN_DUPLICATE_CHARS = 120
 """Characters a section needs before it can be a near-duplicate: "TODO" matches "TODO"."""
 DUPLICATE_CANDIDATE = 0.75
 """Cosine from which two sections' words are compared (paraphrases of one topic score
 0.6-0.75 with all-MiniLM-L6-v2; the copy in the test vault scores 0.90)."""
+QUERIED_CHUNKS = 3
+"""Chunks of a section that ask Chroma for their neighbours (the first, the middle and the last
+of a long one): a copy of the section shares them all, and one query per window of a section
+hundreds of windows long would make opening its note wait."""
+DUPLICATE_NEIGHBOURS = 20
+"""Nearest chunks each query keeps beyond the note's own (which are dropped): room for a few
+template copies, which are never candidates, before the copy that is."""
+COMPARED = 10
+"""Candidate sections whose words are compared with a section's, nearest first."""
 MAX_COMPARED_WORDS = 3000
 BOILERPLATE_NOTES = 3
 """Text shared word for word by this many notes is a template (``ranking.boilerplate_weight``
@@ -74,7 +89,7 @@ class DuplicateOf:
     score: float
     """The share of words the two sections have in common, in order (1: word for word)."""
     similarity: float
-    """Cosine similarity of the two sections' vectors."""
+    """Cosine similarity of the nearest pair of chunks of the two sections (what found it)."""
 
 
 @dataclass(frozen=True)
@@ -172,40 +187,73 @@ def _words(text: str) -> list[str]:
     return [w.casefold() for w in WORD_RE.findall("\n".join(lines))][:MAX_COMPARED_WORDS]
 
 
-def near_duplicates(view: VaultView, path: str, min_score: float,
-                    section_text: Callable[[str, int], str], *,
+def _spread(items: list[ChunkRecord], n: int) -> list[ChunkRecord]:
+    """Up to ``n`` of ``items``, first and last among them."""
+    if len(items) <= n:
+        return items
+    return [items[round(i * (len(items) - 1) / (n - 1))] for i in range(n)]
+
+
+def near_duplicates(aids: WritingAids, path: str, min_score: float, *,
                     limit: int = 20) -> list[Duplicate]:
     """Sections of ``path`` (as indexed) with another note's section whose words match at least
-    ``min_score`` of theirs, with up to three such places each. ``section_text(path, number)``
-    reads a section's text (the index keeps it)."""
-    table = view.sections
-    rows = table.rows(path)
-    if not rows or not table.vectors.size:
+    ``min_score`` of theirs, with up to three such places each."""
+    table = aids.view().sections
+    manifest = aids.manifest
+
+    def eligible(r: int) -> bool:
+        return bool(table.length[r] >= MIN_DUPLICATE_CHARS and table.boiler[r] < BOILERPLATE_NOTES)
+
+    mine = [r for r in table.rows(path) if eligible(r)]
+    if not mine:
         return []
-    norms = np.linalg.norm(table.vectors, axis=1)
-    eligible = (table.length >= MIN_DUPLICATE_CHARS) & (table.boiler < BOILERPLATE_NOTES) & (
-        norms > 0)
-    mine = np.asarray([r for r in rows if eligible[r]], dtype=np.int64)
-    if not mine.size:
-        return []
-    sims = table.vectors @ table.vectors[mine].T
-    sims[~eligible, :] = -1.0
-    sims[rows.start:rows.stop, :] = -1.0
+    texts: dict[str, dict[int, str]] = {}
+    chunks: dict[str, dict[int, list[ChunkRecord]]] = {}
+
+    def sections_of(note: str) -> dict[int, list[ChunkRecord]]:
+        if note not in chunks:
+            by_section: dict[int, list[ChunkRecord]] = {}
+            for rec in manifest.chunks_for(note):
+                by_section.setdefault(rec.section, []).append(rec)
+            chunks[note] = by_section
+            texts[note] = {n: "\n".join(c.text for c in recs) for n, recs in by_section.items()}
+        return chunks[note]
+
+    def section_words(row: int) -> list[str]:
+        note = table.paths[row]
+        sections_of(note)
+        return _words(texts[note].get(int(table.sections[row]), ""))
+
+    own = sum(len(recs) for recs in sections_of(path).values())
+    asking = {r: _spread(sections_of(path).get(int(table.sections[r]), []), QUERIED_CHUNKS)
+              for r in mine}
+    vectors = manifest.vectors(c.embed_hash for recs in asking.values() for c in recs)
+    queries = [(r, vectors[c.embed_hash]) for r, recs in asking.items() for c in recs
+               if c.embed_hash in vectors]
+    found: dict[int, list[tuple[str, float]]] = {}
+    answers = aids.nearest([v for _, v in queries], DUPLICATE_NEIGHBOURS + own) if queries else []
+    for (r, _), hits in zip(queries, answers, strict=True):
+        found.setdefault(r, []).extend((cid, sim) for cid, sim in hits
+                                       if sim >= DUPLICATE_CANDIDATE)
+    row_of = rows_of_chunks(manifest, table, (cid for hits in found.values() for cid, _ in hits))
     out: list[Duplicate] = []
-    for j, r in enumerate(mine.tolist()):
-        col = sims[:, j]
-        candidates = np.flatnonzero(col >= DUPLICATE_CANDIDATE)
-        if not candidates.size:
+    for r in mine:
+        near: dict[int, float] = {}
+        for cid, sim in found.get(r, ()):
+            h = row_of.get(cid)
+            if h is not None and table.paths[h] != path and eligible(h):
+                near[h] = max(sim, near.get(h, -1.0))
+        if not near:
             continue
-        own = _words(section_text(path, int(table.sections[r])))
+        own_words = section_words(r)
         others = []
-        for h in candidates[np.argsort(-col[candidates], kind="stable")][:10].tolist():
-            theirs = _words(section_text(table.paths[h], int(table.sections[h])))
-            score = difflib.SequenceMatcher(None, own, theirs, autojunk=False).ratio()
+        for h in sorted(near, key=lambda h: -near[h])[:COMPARED]:
+            score = difflib.SequenceMatcher(None, own_words, section_words(h),
+                                            autojunk=False).ratio()
             if score >= min_score:
                 others.append(DuplicateOf(table.paths[h], table.titles[h], table.breadcrumbs[h],
                                           int(table.start_lines[h]), int(table.end_lines[h]),
-                                          score, float(col[h])))
+                                          score, near[h]))
         if others:
             others.sort(key=lambda o: (-o.score, -o.similarity))
             out.append(Duplicate(int(table.start_lines[r]), int(table.end_lines[r]),

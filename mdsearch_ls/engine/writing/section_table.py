@@ -1,12 +1,13 @@
-"""Every section of an index with its vector, kept current without reading it all again.
+"""Every section of an index (its place, names and boilerplate count), kept current without
+reading it all again.
 
-The writing aids compare a paragraph or a section with every section of the vault (a matrix
-product over one row per section: the normalised mean of its chunks' vectors, the same "meaning
-of a section" ``related`` uses). Reading those rows costs ~0.2 s at 10k sections, too much to pay
-again after every save, so a table is refreshed from the previous one: only the notes indexed
-since it was read (``files.indexed_at``) are read again, the rows of deleted notes dropped, and
-the boilerplate counts (in how many notes a section's text occurs) recomputed from a map kept
-beside the rows.
+The writing aids name sections (link completion matches headings, a near-duplicate says where the
+other copy is) and leave template text aside; which sections are near a paragraph or a section is
+Chroma's answer (see :func:`rows_of_chunks`), so the table holds no vectors. Reading every row
+after each save would still cost tens of milliseconds at 10k sections, so a table is refreshed
+from the previous one: only the notes indexed since it was read (``files.indexed_at``) are read
+again, the rows of deleted notes dropped, and the boilerplate counts (in how many notes a
+section's text occurs) recomputed from a map kept beside the rows.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ if TYPE_CHECKING:
 
 _COLUMNS = (
     "SELECT c.id, c.path, c.section, c.title, c.breadcrumb, c.start_line, c.end_line, "
-    "c.body_hash, length(c.text), v.vector, f.title FROM chunks c "
-    "JOIN files f ON f.path = c.path LEFT JOIN vectors v ON v.embed_hash = c.embed_hash "
+    "c.body_hash, length(c.text), f.title FROM chunks c JOIN files f ON f.path = c.path "
 )
 SECTION_SQL = _COLUMNS + "ORDER BY c.path, c.ordinal"
 SECTIONS_OF_SQL = _COLUMNS + "WHERE c.path IN ({marks}) ORDER BY c.path, c.ordinal"
+CHUNK_SECTIONS_SQL = "SELECT id, path, section FROM chunks WHERE id IN ({marks})"
 REFRESH_SHARE = 0.25
 """Above this share of notes changed, reading everything is as quick as a refresh."""
 
@@ -48,8 +49,6 @@ class SectionTable:
     """Characters of the section's text (its chunks' text, heading included)."""
     boiler: np.ndarray
     """In how many notes the section's most widespread chunk body occurs (1: its own only)."""
-    vectors: np.ndarray
-    """One normalised row per section; a zero row when no chunk of it has a vector."""
     hashes: list[tuple[str, ...]]
     """Each row's chunk body hashes."""
     keys: list[str]
@@ -62,11 +61,6 @@ class SectionTable:
     through: float = 0.0
     """The latest ``files.indexed_at`` the table holds."""
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)
-    note_paths: list[str] = field(default_factory=list)
-    note_starts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    """First row of each note of ``note_paths`` (for per-note maxima with ``reduceat``)."""
-    note_index: dict[str, int] = field(default_factory=dict)
-    """Each note's position in ``note_paths``."""
 
     def __post_init__(self) -> None:
         spans: dict[str, tuple[int, int]] = {}
@@ -74,9 +68,6 @@ class SectionTable:
             a, _ = spans.get(p, (i, i))
             spans[p] = (a, i + 1)
         self.spans = spans
-        self.note_paths = list(spans)
-        self.note_starts = np.asarray([spans[p][0] for p in self.note_paths], dtype=np.int64)
-        self.note_index = {p: i for i, p in enumerate(self.note_paths)}
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -84,6 +75,13 @@ class SectionTable:
     def rows(self, path: str) -> range:
         a, b = self.spans.get(path, (0, 0))
         return range(a, b)
+
+    def row_of(self, path: str, section: int) -> int | None:
+        """The row of section number ``section`` of ``path`` (a chunk's ``section``)."""
+        for r in self.rows(path):
+            if int(self.sections[r]) == section:
+                return r
+        return None
 
     def row_at(self, path: str, line: int) -> int | None:
         """The row of the section of ``path`` holding ``line`` (as indexed)."""
@@ -116,18 +114,14 @@ class _Columns:
     hashes: list[tuple[str, ...]] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
     heading: list[bool] = field(default_factory=list)
-    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
 
 
 def _columns(rows: Sequence[tuple[Any, ...]]) -> _Columns:
-    """Chunk rows (``SECTION_SQL``, in note and reading order) grouped into sections, each with
-    the normalised mean of its chunks' vectors."""
+    """Chunk rows (``SECTION_SQL``, in note and reading order) grouped into sections."""
     cols = _Columns()
-    group: list[int] = []
-    blobs: list[bytes | None] = []
     hashes: list[list[str]] = []
     last: tuple[str, int] | None = None
-    for cid, path, section, title, crumb, start, end, body_hash, n_chars, blob, note in rows:
+    for cid, path, section, title, crumb, start, end, body_hash, n_chars, note in rows:
         if (path, section) != last:
             last = (path, section)
             cols.keys.append(f"{title}  {note}".casefold())
@@ -146,20 +140,7 @@ def _columns(rows: Sequence[tuple[Any, ...]]) -> _Columns:
         cols.ends[i] = max(cols.ends[i], end)
         cols.length[i] += int(n_chars or 0)
         hashes[i].append(body_hash)
-        group.append(i)
-        blobs.append(blob)
     cols.hashes = [tuple(h) for h in hashes]
-    dim = next((len(b) // 4 for b in blobs if b), 0)
-    cols.vectors = np.zeros((len(cols.paths), dim), dtype=np.float32)
-    if dim and rows:
-        zero = bytes(dim * 4)
-        chunks = np.frombuffer(b"".join(b if b else zero for b in blobs),
-                               dtype=np.float32).reshape(len(blobs), dim)
-        starts = np.flatnonzero(np.r_[True, np.diff(np.asarray(group)) != 0])
-        vectors = np.add.reduceat(chunks, starts, axis=0).astype(np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        np.divide(vectors, norms, out=vectors, where=norms > 0)
-        cols.vectors = vectors
     return cols
 
 
@@ -173,7 +154,7 @@ def _table(cols: _Columns, boiler: Sequence[int], body_notes: dict[str, set[str]
         cols.paths, np.asarray(cols.numbers, dtype=np.int64), cols.titles, cols.crumbs,
         cols.first, np.asarray(cols.starts, dtype=np.int64),
         np.asarray(cols.ends, dtype=np.int64), np.asarray(cols.length, dtype=np.int64),
-        np.asarray(boiler, dtype=np.int64), cols.vectors, cols.hashes, cols.keys,
+        np.asarray(boiler, dtype=np.int64), cols.hashes, cols.keys,
         np.asarray(cols.heading, dtype=bool), body_notes, through,
     )
 
@@ -195,9 +176,6 @@ def refresh_sections(old: SectionTable, rows: Sequence[tuple[Any, ...]],
     counts, already computed), and only rows holding a hash whose notes changed are counted
     again."""
     new = _columns(rows)
-    if old.vectors.shape[1] and new.vectors.shape[1] and (
-            old.vectors.shape[1] != new.vectors.shape[1]):
-        raise ValueError("vectors of another dimension")
     body_notes, old.body_notes = old.body_notes, {}
     touched: set[str] = set()
     keep: list[int] = []
@@ -225,18 +203,12 @@ def refresh_sections(old: SectionTable, rows: Sequence[tuple[Any, ...]],
     for i, hs in enumerate(hashes):
         if i >= len(keep) or not touched.isdisjoint(hs):
             boiler[i] = max((len(body_notes.get(h, ())) for h in hs), default=1)
-    dim = old.vectors.shape[1] or new.vectors.shape[1]
-    parts = [old.vectors[keep] if old.vectors.shape[1]
-             else np.zeros((len(keep), dim), dtype=np.float32),
-             new.vectors if new.vectors.shape[1]
-             else np.zeros((len(new.paths), dim), dtype=np.float32)]
     merged = _Columns(
         kept(old.paths) + new.paths, kept(old.sections.tolist()) + new.numbers,
         kept(old.titles) + new.titles, kept(old.breadcrumbs) + new.crumbs,
         kept(old.first_chunk) + new.first, kept(old.start_lines.tolist()) + new.starts,
         kept(old.end_lines.tolist()) + new.ends, kept(old.length.tolist()) + new.length,
         hashes, kept(old.keys) + new.keys, kept(old.is_heading.tolist()) + new.heading,
-        np.concatenate(parts).astype(np.float32, copy=False),
     )
     return _table(merged, boiler, body_notes, through)
 
@@ -262,10 +234,24 @@ def read_sections(manifest: Manifest, previous: SectionTable | None,
         batch = ordered[i:i + 500]
         rows.extend(manifest.read(SECTIONS_OF_SQL.format(marks=",".join("?" * len(batch))),
                                   batch))
-    try:
-        return refresh_sections(previous, rows, replaced, through)
-    except ValueError:  # another model's vectors: start over
-        return build_sections(manifest.read(SECTION_SQL), through)
+    return refresh_sections(previous, rows, replaced, through)
 
 
-__all__ = ["SECTION_SQL", "SectionTable", "build_sections", "read_sections", "refresh_sections"]
+def rows_of_chunks(manifest: Manifest, table: SectionTable,
+                   chunk_ids: Iterable[str]) -> dict[str, int]:
+    """Each chunk's section row: how the nearest chunks Chroma answers become sections. Chunks
+    the table does not hold (indexed after it was read) are left out."""
+    ids = list(dict.fromkeys(chunk_ids))
+    out: dict[str, int] = {}
+    for i in range(0, len(ids), 500):
+        batch = ids[i:i + 500]
+        for cid, path, section in manifest.read(
+                CHUNK_SECTIONS_SQL.format(marks=",".join("?" * len(batch))), batch):
+            row = table.row_of(path, int(section))
+            if row is not None:
+                out[cid] = row
+    return out
+
+
+__all__ = ["SECTION_SQL", "SectionTable", "build_sections", "read_sections", "refresh_sections",
+           "rows_of_chunks"]

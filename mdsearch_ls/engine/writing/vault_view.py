@@ -1,15 +1,16 @@
 """What the writing aids know about a whole index, read once per index generation.
 
 Link completion, related counts, unlinked mentions and near-duplicates ask about every note at
-once (its names, its sections and their vectors, who links to whom), at every ``[[`` typed or file
-opened. Asked of SQLite each time that costs tens of milliseconds at 10k sections, so it is read
-in one pass when the index changes (a commit raises the manifest's generation) and kept in
-memory, each part only once something asks for it:
+once (its names, its headings, who links to whom), at every ``[[`` typed or file opened. Asked of
+SQLite each time that costs tens of milliseconds at 10k sections, so it is read in one pass when
+the index changes (a commit raises the manifest's generation) and kept in memory, each part only
+once something asks for it. Vectors are not among them: which sections are near something is
+asked of the Chroma collection.
 
 * notes: each note's title and aliases, and a :class:`~mdsearch_ls.engine.notes.links.Resolver`;
-* sections: one row per section of every note with the normalised mean of its chunks' vectors,
-  its place, its length and how many notes share its text (template boilerplate); refreshed from
-  the previous generation's table, see :mod:`~mdsearch_ls.engine.writing.section_table`;
+* sections: one row per section of every note, its place, its length and how many notes share
+  its text (template boilerplate); refreshed from the previous generation's table, see
+  :mod:`~mdsearch_ls.engine.writing.section_table`;
 * the link graph: each note's resolved links, both ways;
 * names for mentions: each note's title, aliases and file name as word sequences.
 """
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from mdsearch_ls.engine.notes.links import Link, Resolver, strip_suffix
 from mdsearch_ls.engine.search.keyword import STOPWORDS
-from mdsearch_ls.engine.writing.section_table import SectionTable, build_sections, read_sections
+from mdsearch_ls.engine.writing.section_table import SectionTable, read_sections
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.index.manifest import Manifest
@@ -153,4 +154,4 @@ class Vault:
         return view
 
 
-__all__ = ["LinkGraph", "SectionTable", "Vault", "VaultView", "build_sections", "name_words"]
+__all__ = ["LinkGraph", "Vault", "VaultView", "name_words"]
