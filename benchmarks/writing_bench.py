@@ -18,9 +18,9 @@ loaded, the index ready):
 * ``diagnostics_on_open``: ``didOpen`` to ``publishDiagnostics`` for that version (unlinked
   mentions and near-duplicates);
 
-and in process, on the same index (read-only): near-duplicates and unlinked mentions per note,
-and reading the index generation's tables (sections with vectors, names, links). Results are
-printed and written to ``benchmarks/results/writing-<size>.json``.
+and in process, on the same index (held here once the server has exited): near-duplicates and
+unlinked mentions per note, and reading the index generation's tables (sections with vectors,
+names, links). Results are printed and written to ``benchmarks/results/writing-<size>.json``.
 """
 
 from __future__ import annotations
@@ -196,13 +196,13 @@ async def after_save_latencies(client: Client, vault: Path, notes: list[Path],
 
 
 def in_process(vault: Path, cache: Path, notes: list[Path]) -> dict[str, Any]:
-    """Engine timings on the same index, opened read-only beside the server."""
+    """Engine timings on the same index, held in this process once the server has exited."""
     os.environ["MDSEARCH_CACHE_DIR"] = str(cache)
     from mdsearch_ls.engine.api import create_embedder
     from mdsearch_ls.engine.workspace import Workspace
 
     settings = Settings()
-    with Workspace.open(vault, settings, "read", embedder=create_embedder(settings)) as ws:
+    with Workspace.open(vault, settings, embedder=create_embedder(settings)) as ws:
         aids = ws.writing
         t = time.perf_counter()
         view = aids.view()
