@@ -10,12 +10,10 @@ below reuses its vectors from the manifest's vector cache, so the model is never
 * **write all vectors**: the collection emptied and refilled from the vector cache (what healing
   a wiped store does, batches of the store's size), on the local store and on a ``chroma run``
   on a loopback port started here, ``--rounds`` times each, interleaved;
-* **semantic search through Chroma**: the writer's semantic search with Chroma answering
-  (``EXACT_MAX_CHUNKS`` set to 0, so the path an index past 100,000 chunks takes), p50/p95 over
+* **semantic search**: the holder's semantic search (Chroma answers every one), p50/p95 over
   ``--n-queries`` NL2Bash descriptions, local and server interleaved per query, query vectors
   cached (embedding is the same work on both sides), result caches cleared;
-* for scale, the default exact search (a matrix product, no Chroma at all below 100,000
-  chunks), and the same queries on the two stores' raw ``query`` (k=60);
+* the same queries on the two stores' raw ``query`` (k=60, the searcher's pool);
 * the two stores' agreement on the top 10, and the Chroma server's RSS after the runs.
 
 Results: ``results/chroma-server.json``.
@@ -45,7 +43,6 @@ from filter_bench import sample_queries  # noqa: E402
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
-from mdsearch_ls.engine.search import searcher as searcher_mod  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 from tests.chroma_server import ChromaServer  # noqa: E402
 
@@ -145,12 +142,8 @@ def main() -> int:
         print("write all vectors (s):", writes, flush=True)
 
         queries = sample_queries(local, args.queries, args.n_queries)
-        for q in queries:  # warms the query vectors and the vector table
-            search_ms(local, q)
-        exact = [search_ms(local, q)[0] for q in queries]  # the default path: no Chroma
-        searcher_mod.EXACT_MAX_CHUNKS = 0  # Chroma answers, as past 100,000 chunks
-        for ws in (local, remote):
-            ws.searcher._table = None
+        for q in queries:  # warms the query vectors
+            embedder.embed_query(q)
         for q in queries[:5]:
             search_ms(local, q), search_ms(remote, q)
         sem: dict[str, list[float]] = {"local": [], "server": []}
@@ -181,9 +174,8 @@ def main() -> int:
                                     "runs": [round(x, 2) for x in v]}
                                 for k, v in writes.items()},
         "server_first_open_s": round(first_open, 2),
-        "semantic_search_through_chroma": {k: summary(v) for k, v in sem.items()},
+        "semantic_search": {k: summary(v) for k, v in sem.items()},
         "store_query_k60": {k: summary(v) for k, v in raw.items()},
-        "semantic_search_exact_default": summary(exact),
         "same_top10_local_vs_server": f"{top_same}/{len(queries)}",
         "chroma_server_rss_mb": server_rss,
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),

@@ -38,7 +38,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,14 +75,12 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     return wall, usage.ru_maxrss / 1024, proc.returncode
 
 
-def server_round(root: Path, env: dict[str, str], query: str,
-                 rest_s: float = 0.0, searches: Sequence[str] = ()) -> dict[str, float]:
-    """First ``workspace/symbol`` answer after ``initialized`` and the idle RSS; with
-    ``rest_s``, also the RSS once the writer has rested (it releases the vector store after
-    ``REST_AFTER_S`` without a write): the lowest seen within ``rest_s``. With ``searches``,
-    these are asked (``mdsearch.search``, k 10) once it is idle, and the highest RSS within
-    ``rest_s`` after them is reported too (what the searches made it read and keep)."""
-    client = StdioClient([*MDSEARCH, "serve"], env)
+def start_server(root: Path, env: dict[str, str], query: str, python: str = PYTHON
+                 ) -> tuple[StdioClient, float]:
+    """A language server on ``root`` and the seconds from ``initialized`` to its first
+    non-empty ``workspace/symbol`` answer (it holds the index, or asks the process that does);
+    ``python``: the interpreter that runs it (another checkout's)."""
+    client = StdioClient([python, "-m", "mdsearch_ls", "serve"], env)
     try:
         client.request("initialize", {
             "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
@@ -91,40 +88,36 @@ def server_round(root: Path, env: dict[str, str], query: str,
         })
         t = time.perf_counter()
         client.notify("initialized", {})
-        while True:
-            symbols = client.request("workspace/symbol", {"query": query})
-            if symbols:
-                break
+        while not client.request("workspace/symbol", {"query": query}):
             if time.perf_counter() - t > 300:
                 raise TimeoutError("no workspace/symbol answer in 300 s")
-        first = time.perf_counter() - t
-        deadline = time.perf_counter() + 300
-        while True:  # idle: the startup scan is over
-            status = client.request("workspace/executeCommand",
-                                    {"command": "mdsearch.status", "arguments": []})
-            folders = status.get("folders") or []
-            if folders and all(f["state"] == "ready" and f.get("queue", 0) == 0
-                               for f in folders):
-                break
-            if time.perf_counter() > deadline:
-                raise TimeoutError(f"server not idle: {status}")
-            threading.Event().wait(0.2)
-        out = {"first_symbols_s": first, "idle_rss_mb": client.rss_mb(),
-               **{f"idle_rss_{kind}_mb": mb for kind, mb in client.rss_parts_mb().items()}}
-        for q in searches:
-            client.request("workspace/executeCommand", {
-                "command": "mdsearch.search", "arguments": [{"query": q, "limit": 10}]})
-        if rest_s:
-            rested = peak = client.rss_mb()
-            deadline = time.perf_counter() + rest_s
-            while time.perf_counter() < deadline:
-                threading.Event().wait(1.0)
-                now = client.rss_mb()
-                rested, peak = min(rested, now), max(peak, now)
-            out["rested_rss_mb"] = rested
-            if searches:
-                out["searched_peak_rss_mb"] = peak
-        return out
+        return client, time.perf_counter() - t
+    except BaseException:
+        client.stop()
+        raise
+
+
+def wait_idle(client: StdioClient, timeout: float = 300) -> None:
+    """Until every folder of the server is ready with nothing queued (its first look done)."""
+    deadline = time.perf_counter() + timeout
+    while True:
+        status = client.request("workspace/executeCommand",
+                                {"command": "mdsearch.status", "arguments": []})
+        folders = status.get("folders") or []
+        if folders and all(f["state"] == "ready" and f.get("queue", 0) == 0 for f in folders):
+            return
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"server not idle: {status}")
+        threading.Event().wait(0.2)
+
+
+def server_round(root: Path, env: dict[str, str], query: str) -> dict[str, float]:
+    """First ``workspace/symbol`` answer after ``initialized`` and the idle RSS."""
+    client, first = start_server(root, env, query)
+    try:
+        wait_idle(client)
+        return {"first_symbols_s": first, "idle_rss_mb": client.rss_mb(),
+                **{f"idle_rss_{kind}_mb": mb for kind, mb in client.rss_parts_mb().items()}}
     finally:
         client.stop()
 

@@ -13,10 +13,10 @@ server's result cache or its query-vector cache: each level takes its own slice 
 (with 184 queries: 24 for one client, 8 each for 8, 3 each for 32).
 
 Reported per level: p50/p95/max of a call (sent to answered, on the client), the level's wall
-time and calls per second. Beside it, in this process, the same engine search of the one-client
-slice on the same index, opened read-only while the server holds it (``Workspace.search`` with
-the server's k, its result caches cleared): the cost of the search itself, so the rest is HTTP,
-the SDK and the answer's rendering. Prints a summary and writes JSON (default
+time and calls per second. Then, in this process, the same engine search of the one-client
+slice on the same index, held here once the server has exited (``Workspace.search`` with the
+server's k, each query new to it): the cost of the search itself, so the rest is HTTP, the SDK
+and the answer's rendering. Prints a summary and writes JSON (default
 ``benchmarks/results/mcp-http-<vault>.json``).
 """
 
@@ -145,13 +145,14 @@ async def status(url: str, token: str) -> dict[str, Any]:
 
 
 def in_process(vault: Path, cache: Path, queries: list[str], k: int) -> dict[str, Any]:
-    """The engine's own search of the same queries on the same index (read-only open)."""
+    """The engine's own search of the same queries on the same index, held in this process
+    once the server has exited."""
     os.environ["MDSEARCH_CACHE_DIR"] = str(cache)
     from mdsearch_ls.config import Settings
     from mdsearch_ls.engine.api import SearchRequest, create_embedder
     from mdsearch_ls.engine.workspace import Workspace
 
-    ws = Workspace.open(vault, Settings(), "read", embedder=create_embedder(Settings()))
+    ws = Workspace.open(vault, Settings(), embedder=create_embedder(Settings()))
     try:
         ws.search(SearchRequest.build("warm the model up", k=k))
         ms = []
@@ -219,12 +220,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n:>3} clients: p50 {report['levels'][str(n)]['p50_ms']} ms, "
                   f"p95 {report['levels'][str(n)]['p95_ms']} ms, "
                   f"{report['levels'][str(n)]['calls_per_s']} calls/s")
-        report["in_process"] = in_process(vault, cache, first_slice or queries[:24], args.k)
         report["refused_queries"] = refused
+    finally:
+        server.stop()
+    try:  # the server has let the index go: this process holds it now
+        report["in_process"] = in_process(vault, cache, first_slice or queries[:24], args.k)
         print(f"in process: p50 {report['in_process']['p50_ms']} ms, "
               f"p95 {report['in_process']['p95_ms']} ms (the one-client slice)")
     finally:
-        server.stop()
         if args.work is None:
             shutil.rmtree(tmp, ignore_errors=True)
     out = args.out or REPO / "benchmarks" / "results" / f"mcp-http-{args.vault.name}.json"

@@ -13,25 +13,21 @@ Gaussian noise of sigma 0.03, then normalised; random unit vectors when no real 
 hand, and the results' ``embedder`` says which). Questions (the ``queries`` step) are embedded
 by the real model. Everything else is the engine's own: notes written to disk (tldr pages at
 ``/work/shared/corpora/tldr/pages`` turned into notes of ``--sections`` headed sections, each
-note numbered so no two sections embed the same text), ``Workspace.open`` as the writer, the
-scan, the chunker, the vector cache, the Chroma upserts, the manifest and FTS5 transactions,
-the clean-close seal and the vector snapshot written at close.
+note numbered so no two sections embed the same text), ``Workspace.open`` (the process that
+holds the index), the scan, the chunker, the vector cache, the Chroma upserts, the manifest and
+FTS5 transactions and the clean close.
 
 Each step runs in a process of its own, so its peak RSS is its own (``VmHWM`` of that process,
 and the anonymous / file-backed split sampled from ``/proc/self/status`` every 0.2 s):
 
-- ``build``: open, ``index()``, close (snapshot) -- wall time, chunks/s over the run;
-- ``reopen``: a read-only ``Workspace.open(..., "read")`` and a first and second hybrid search
-  (the query vector from the stand-in: no model load is counted);
-- ``keyword``: a read-only open and a keyword search;
-- ``noop``: a writer's open, ``index()`` with nothing changed, close;
-- ``update``: a writer's open, one note edited and ``update([it])``, the search after it, close;
-- ``queries``: hybrid p50/p95 in process over 40 nl2bash questions as typed, k=10, as a CLI
-  search runs it and as a server does (``scale_bench.in_process``: the same parts as at 96k),
-  and each list alone (``--mode semantic`` / ``keyword``) as a CLI search runs it;
-- ``saves``: as the background process runs it, once it has read the index's common words,
-  12 rounds of a one-note save, its update and the search right after it, against a search
-  with no save before it (``after_save_bench.py --compare no-save``, as at 8k and 96k).
+- ``build``: open, ``index()``, close -- wall time, chunks/s over the run;
+- ``reopen``: an open and a first and second hybrid search (the query vector from the
+  stand-in: no model load is counted);
+- ``keyword``: an open and a keyword search;
+- ``noop``: an open, ``index()`` with nothing changed, close;
+- ``update``: an open, one note edited and ``update([it])``, the search after it, close;
+- ``queries``: hybrid, semantic and keyword p50/p95 in the process that holds the index over
+  40 nl2bash questions as typed, k=10 (``scale_bench.in_process``: the same parts as at 96k).
 
 A step run alone (``--steps queries``, with ``--keep`` before) replaces only its own entry of
 the results.
@@ -52,7 +48,6 @@ import os
 import resource
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import threading
@@ -61,10 +56,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+import scale_bench  # noqa: E402  (its in-process part, as at 96k)
+
+from mdsearch_ls.config import Settings  # noqa: E402
+from mdsearch_ls.engine.api import SearchRequest, create_embedder  # noqa: E402
+from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
+from tests.chroma_server import ChromaServer  # noqa: E402
+
 TLDR = REPO.parent / "shared" / "corpora" / "tldr" / "pages"
-BUDGET_ENV = "MILLION_BENCH_PHRASE_BUDGET"
-"""``--phrase-budget``: the kept keyword rows of the ``queries`` step's server (a probe)."""
 REAL_INDEX_ENV = "MILLION_BENCH_REAL_INDEX"
 """Where the steps look for a real tldr index (``--real-index``; read-only)."""
 DIM = 384
@@ -81,8 +85,6 @@ def real_vectors(limit: int = 20_000) -> Any:
 
     The first index under ``--real-index`` (``scale_bench.py``'s cache by default, whose ``v8``
     is the tldr pages once) with at least 1,000 vectors."""
-    import numpy as np
-
     if not os.environ.get(REAL_INDEX_ENV):
         return None
     for manifest in sorted(Path(os.environ[REAL_INDEX_ENV]).glob("*/all-MiniLM-L6-v2-*.sqlite3")):
@@ -103,9 +105,6 @@ class SyntheticEmbedder:
     loaded = True
 
     def __init__(self, base: Any) -> None:
-        import numpy as np
-
-        self._np = np
         if base is None:
             rng = np.random.default_rng(0)
             base = rng.normal(size=(4096, DIM)).astype(np.float32)
@@ -119,7 +118,6 @@ class SyntheticEmbedder:
         """Nothing to load."""
 
     def _one(self, text: str) -> Any:
-        np = self._np
         seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
         rng = np.random.default_rng(seed)
         v = self.base[seed % len(self.base)] + rng.normal(0, 0.03, self.dimension)
@@ -128,25 +126,11 @@ class SyntheticEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> Any:
         self.documents += len(texts)
         if not texts:
-            return self._np.zeros((0, self.dimension), dtype=self._np.float32)
-        return self._np.stack([self._one(t) for t in texts])
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._one(t) for t in texts])
 
     def embed_query(self, text: str) -> Any:
         return self._one(text)
-
-
-class QueryModel(SyntheticEmbedder):
-    """The stand-in's name and documents, the real model's questions: an index built by the
-    stand-in opens under its name, and a question is embedded as a user's would be (its
-    neighbours are the perturbed real vectors of the pages that answer it)."""
-
-    def __init__(self, base: Any, real: Any) -> None:
-        super().__init__(base)
-        self.real = real
-        self._cache = real._cache  # scale_bench.in_process clears it before each timed run
-
-    def embed_query(self, text: str) -> Any:
-        return self.real.embed_query(text)
 
 
 # ---- the vault ---------------------------------------------------------------------------------
@@ -257,17 +241,15 @@ class Sampler:
         self._stop.set()
 
 
-def _open(root: Path, mode: str, embedder: Any) -> Any:
-    from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.workspace import Workspace
-
-    settings = Settings(chroma_url=os.environ.get(CHROMA_URL_ENV) or None)
-    return Workspace.open(root, settings, mode, embedder=embedder)  # type: ignore[arg-type]
+def _settings() -> Settings:
+    return Settings(chroma_url=os.environ.get(CHROMA_URL_ENV) or None)
 
 
-def _search(ws: Any, query: str, mode: str) -> int:
-    from mdsearch_ls.engine.api import SearchRequest
+def _open(root: Path, embedder: Any) -> Workspace:
+    return Workspace.open(root, _settings(), embedder=embedder)
 
+
+def _search(ws: Workspace, query: str, mode: str) -> int:
     return len(ws.search(SearchRequest.build(query, k=10, mode=mode)).hits)
 
 
@@ -289,7 +271,7 @@ def phase(name: str, root: Path) -> dict[str, Any]:
                       f"rss {_status()['VmRSS']} MB", file=sys.stderr, flush=True)
 
         s.start("open")
-        ws = _open(root, "write", embedder)
+        ws = _open(root, embedder)
         out["open"] = s.end()
         s.start("index")
         report = ws.index(progress)
@@ -303,7 +285,7 @@ def phase(name: str, root: Path) -> dict[str, Any]:
     elif name in ("reopen", "keyword"):
         mode = "hybrid" if name == "reopen" else "keyword"
         s.start("open")
-        ws = _open(root, "read", embedder)
+        ws = _open(root, embedder)
         out["open"] = s.end()
         s.start("first_search")
         out["hits"] = _search(ws, query, mode)
@@ -314,7 +296,7 @@ def phase(name: str, root: Path) -> dict[str, Any]:
         ws.close()
     elif name == "noop":
         s.start("open")
-        ws = _open(root, "write", embedder)
+        ws = _open(root, embedder)
         out["open"] = s.end()
         s.start("index")
         report = ws.index()
@@ -326,7 +308,7 @@ def phase(name: str, root: Path) -> dict[str, Any]:
     elif name == "update":
         note = next(iter(sorted((root / "d0000").glob("*.md"))))
         s.start("open")
-        ws = _open(root, "write", embedder)
+        ws = _open(root, embedder)
         out["open"] = s.end()
         with note.open("a", encoding="utf-8") as f:
             f.write(f"\n## edited {time.time()}\n\nA new section about rotating log files.\n")
@@ -342,8 +324,6 @@ def phase(name: str, root: Path) -> dict[str, Any]:
         out["close"] = s.end()
     elif name == "queries":
         out.update(queries(root))
-    elif name == "saves":
-        out.update(saves(root))
     else:
         raise SystemExit(f"unknown phase {name}")
     s.stop()
@@ -352,74 +332,30 @@ def phase(name: str, root: Path) -> dict[str, Any]:
 
 
 def queries(root: Path, n: int = 40) -> dict[str, Any]:
-    """Issue 20's "hybrid p50 < 100 ms at 1M": ``scale_bench.in_process`` on this index.
-
-    The same questions and parts as at 96k (nl2bash questions as typed, k=10, none met before):
-    as a CLI search runs it (a read-only open), and as a server does (an open for writing with
-    the role ``server``) right after it read the index's common words and after 100 other
-    questions. The model's load and its first question are not timed."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import scale_bench
-
-    from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.api import create_embedder
-
-    settings = Settings(chroma_url=os.environ.get(CHROMA_URL_ENV) or None)
-    if os.environ.get(BUDGET_ENV):  # a probe: a server held to this many kept rows
-        from mdsearch_ls.engine.index import phrase_scores
-
-        init = phrase_scores.PhraseScores.__init__
-        init.__defaults__ = (int(os.environ[BUDGET_ENV]), *(init.__defaults__ or ())[1:])
-        phrase_scores.PER_ROW = 0  # (the warm does not grow it: 4000000 is the old default)
+    """``scale_bench.in_process`` on this index: the same questions and parts as at 96k
+    (nl2bash questions as typed, k=10, none met before, each list alone too), questions by the
+    real model. An index built by the stand-in opens under the stand-in's name; the model's
+    load is not timed."""
+    settings = _settings()
     real = create_embedder(settings)
     real.embed_query("load the model")
-    qs = scale_bench.queries()
-    embedder = QueryModel(real_vectors(), real)
-    out = {"in_process": scale_bench.in_process(root, qs[100: 100 + n], qs[:100], qs[-n:],
-                                                embedder=embedder, settings=settings)}
-    # Which list costs what: each leg alone, as a CLI search runs it (a read-only open).
-    from mdsearch_ls.engine.api import SearchRequest
-    from mdsearch_ls.engine.workspace import Workspace
-
-    ws = Workspace.open(root, settings, "read", embedder=embedder)
-    try:
-        ws.search(SearchRequest.build("warm up: load the tables", k=10))
-        legs: dict[str, Any] = {}
-        for mode in ("semantic", "keyword"):
-            ws.searcher._cache.clear()
-            real._cache.clear()
-            ms = []
-            for q in qs[100: 100 + n]:
-                t0 = time.perf_counter()
-                ws.search(SearchRequest.build(q, k=10, mode=mode))
-                ms.append((time.perf_counter() - t0) * 1000)
-            legs[mode] = {"p50_ms": round(statistics.median(ms), 1),
-                          "p95_ms": round(scale_bench.pct(ms, 0.95), 1)}
-        out["alone"] = legs
-    finally:
-        ws.close()
-    return out
+    return {"in_process": scale_bench.in_process(
+        root, scale_bench.queries()[100: 100 + n], settings=settings,
+        embedder=QueryModel(real_vectors(), real))}
 
 
-def saves(root: Path, rounds: int = 12) -> dict[str, Any]:
-    """Issue 26's "a one-note update plus the next search", in the process that holds the
-    index (``after_save_bench.after_saves``), on this index: questions by the real model,
-    the note's update by the stand-in (the model its vectors came from)."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import after_save_bench
-    import scale_bench
+class QueryModel(SyntheticEmbedder):
+    """The stand-in's name and documents, the real model's questions: a question is embedded
+    as a user's would be (its neighbours are the perturbed real vectors of the pages that
+    answer it)."""
 
-    from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.api import create_embedder
+    def __init__(self, base: Any, real: Any) -> None:
+        super().__init__(base)
+        self.real = real
+        self._cache = real._cache  # scale_bench.in_process clears it before each timed run
 
-    settings = Settings(chroma_url=os.environ.get(CHROMA_URL_ENV) or None)
-    real = create_embedder(settings)
-    real.embed_query("load the model")
-    qs = scale_bench.queries()
-    note = root / "d0000" / "n0000007.md"
-    return {"saves": after_save_bench.after_saves(
-        root, note, qs[150: 150 + 2 * rounds], qs[:30], rounds,
-        embedder=QueryModel(real_vectors(), real), settings=settings)}
+    def embed_query(self, text: str) -> Any:
+        return self.real.embed_query(text)
 
 
 def run_phase(name: str, root: Path, env: dict[str, str]) -> dict[str, Any]:
@@ -459,13 +395,9 @@ def main(argv: list[str] | None = None) -> int:
                          "as the README advises for a vault this size; its own peak RSS is "
                          "reported apart")
     ap.add_argument("--real-index", type=Path,
-                    default=Path("/tmp/mdsearch-scale/cache/indexes"),
+                    default=Path("/tmp/mdsearch-scale/cache-v8/indexes"),
                     help="indexes to take real vectors from (scale_bench.py's, by default); "
                          "random unit vectors when none is there")
-    ap.add_argument("--phrase-budget", type=int,
-                    help="the queries step's server keeps at most this many keyword rows, "
-                         "and its warm does not grow them (a probe of the memory-for-speed "
-                         "trade; 4000000 is the budget before it grew past 100k rows)")
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -477,25 +409,20 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work / f"c{args.chunks}"
     vault, cache = work / "vault", work / "cache"
     env = {**os.environ, "MDSEARCH_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO),
-           REAL_INDEX_ENV: str(args.real_index),
-           **({BUDGET_ENV: str(args.phrase_budget)} if args.phrase_budget else {})}
+           REAL_INDEX_ENV: str(args.real_index)}
     os.environ[REAL_INDEX_ENV] = str(args.real_index)
     result: dict[str, Any] = {"chunks_asked": args.chunks, "notes": notes,
                               "sections_per_note": args.sections,
                               "embedder": "synthetic: " + (
                                   "perturbed real all-MiniLM-L6-v2 vectors"
                                   if real_vectors() is not None else "random unit vectors"),
-                              "cpus": os.cpu_count(), "load_at_start": os.getloadavg()[0],
-                              **({"phrase_budget": args.phrase_budget}
-                                 if args.phrase_budget else {})}
+                              "cpus": os.cpu_count(), "load_at_start": os.getloadavg()[0]}
     if not vault.exists():
         made = make_vault(vault, notes, args.sections)
         print(f"vault of {notes:,} notes written in {made:.0f}s", file=sys.stderr)
     result["vault_mb"] = round(du(vault) / 2**20)
     server = None
     if args.chroma_server:
-        from tests.chroma_server import ChromaServer
-
         server = ChromaServer(work / "chroma-server").start()
         env[CHROMA_URL_ENV] = server.url
         result["vectors"] = "on a chroma run server (chroma_url)"
@@ -506,8 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         if step == "build":
             index = next(cache.glob("indexes/*"))
             sizes = {"total": du(index), "chroma": du(index / "chroma"),
-                     "manifest": sum(f.stat().st_size for f in index.glob("*.sqlite3*")),
-                     "snapshot": sum(f.stat().st_size for f in index.glob("*.npy"))}
+                     "manifest": sum(f.stat().st_size for f in index.glob("*.sqlite3*"))}
             result["index_mb"] = {k: round(v / 2**20) for k, v in sizes.items()}
     if server is not None:
         server.stop()

@@ -74,7 +74,8 @@ def load_queries(path: Path) -> list[dict]:
 def corpus_chunks(corpus: Path) -> tuple[list[str], list[str]]:
     """(page path, embed_text) per chunk of every note, as the indexer cuts them."""
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine import chunking, sources
+    from mdsearch_ls.engine.notes import chunking
+    from mdsearch_ls.engine.notes import decoding as sources
 
     s = Settings()
     paths, texts = [], []

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from mdsearch_ls.config import Settings  # noqa: E402
 from mdsearch_ls.engine.embedding import create_embedder  # noqa: E402
-from mdsearch_ls.engine.index import manifest as manifest_mod  # noqa: E402
+from mdsearch_ls.engine.index import manifest_schema  # noqa: E402
 from mdsearch_ls.engine.search.ranking import RankingParams  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
@@ -224,7 +224,7 @@ def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
     conn = ws.manifest._conn()
     row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
     current = re.search(r"tokenize\s*=\s*'([^']*)'", row[0]).group(1)
-    engine = re.search(r"tokenize\s*=\s*'([^']*)'", manifest_mod._SCHEMA).group(1)
+    engine = re.search(r"tokenize\s*=\s*'([^']*)'", manifest_schema._SCHEMA).group(1)
     want = tokenizer or engine
     if want == current:
         return current

@@ -11,7 +11,7 @@ import uuid
 import numpy as np
 import pytest
 
-from mdsearch_ls.engine.index.vector_store import ChromaStore
+from mdsearch_ls.engine.index.vector_store import EF_SEARCH, ChromaStore
 
 
 @pytest.fixture(params=["local", "http"])
@@ -273,3 +273,15 @@ def test_on_a_server_only_this_index_s_collections_are_its_other_spaces(chroma_s
     finally:
         for s in opened:
             s.close()
+
+
+def test_every_collection_searches_with_the_measured_ef_search(open_store, tmp_path):
+    """A new collection is made with EF_SEARCH; one made before it (with Chroma's default, as
+    every index's was) is given it when opened, since Chroma keeps a collection's own."""
+    made = open_store(tmp_path / "chroma", "old-space-v1")
+    assert made._col.configuration_json["hnsw"]["ef_search"] == EF_SEARCH
+    made._col.modify(configuration={"hnsw": {"ef_search": 100}})
+    made.close()
+    opened = open_store(tmp_path / "chroma", "old-space-v1")
+    assert opened._col.configuration_json["hnsw"]["ef_search"] == EF_SEARCH
+    assert opened._col.configuration_json["hnsw"]["space"] == "cosine"

@@ -65,6 +65,13 @@ holder may have written Chroma past the manifest)."""
 VECTORS_AT = "vectors_at"
 """Manifest meta: where the last writer kept the vectors (a Chroma server's URL, "" for the index
 folder), so an open that keeps them elsewhere can say why it copies every one of them."""
+EF_SEARCH = 800
+"""The candidates Chroma's HNSW search keeps (``ef_search``; Chroma's default is 100). On the 96k
+scale vault (tldr x12, twelve identical vectors of every section), 365 nl2bash questions, the
+searcher's pool of 60, the share of the exact 10 / 50 nearest found: 100 gave 0.915 / 0.916,
+200 0.973 / 0.970, 400 0.986 / 0.991, 800 0.992 / 0.996 (about 3 ms a query more than 100),
+1600 1.000 / 0.999 (12 ms more); ``benchmarks/hnsw_bench.py``. ``max_neighbors`` stays Chroma's
+16: 32 gave 0.920 / 0.945 at 100 for 1.4x the build, and a collection keeps it for life."""
 LABEL_KEY = "mdsearch_index"
 """Collection metadata on a server: which machine and index folder the collection belongs to,
 for a person listing the server's collections."""
@@ -146,10 +153,15 @@ class ChromaStore:
         col = self._client.get_or_create_collection(
             name=name,
             metadata={"hnsw:space": "cosine", **self._label},
+            configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}},
             embedding_function=None,
         )
         if self.url is not None:
-            return chroma_server.Retrying(col, self.url)
+            col = chroma_server.Retrying(col, self.url)
+        if (col.configuration_json.get("hnsw") or {}).get("ef_search") != EF_SEARCH:
+            # a collection made before (Chroma keeps its own configuration): set before its
+            # graph is loaded, which reads it
+            col.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})
         return col
 
     def marker(self) -> str | None:
