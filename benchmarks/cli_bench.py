@@ -79,8 +79,10 @@ def start_server(root: Path, env: dict[str, str], query: str, python: str = PYTH
                  ) -> tuple[StdioClient, float]:
     """A language server on ``root`` and the seconds from ``initialized`` to its first
     non-empty ``workspace/symbol`` answer (it holds the index, or asks the process that does);
-    ``python``: the interpreter that runs it (another checkout's)."""
-    client = StdioClient([python, "-m", "mdsearch_ls", "serve"], env)
+    ``python``: the interpreter that runs it (another checkout's). It starts in ``root``, as
+    an editor starts it in the folder it opened (and so ``-m`` finds the package ``PYTHONPATH``
+    names, not one in this process's folder)."""
+    client = StdioClient([python, "-m", "mdsearch_ls", "serve"], env, cwd=root)
     try:
         client.request("initialize", {
             "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},

@@ -12,14 +12,16 @@ nl2bash questions as typed (``../shared/eval/nl2bash-tldr.jsonl``), embedded by 
 when its exact cosine reaches the exact k-th one (less 1e-6): the twelve copies hold twelve
 identical vectors of every section, and any of them is as near as another.
 
-* **The index as built**: the engine's own ``ChromaStore.query`` on the index's collection, with
-  the searcher's pool (60, ``RankingParams.min_pool``): recall@10 and recall@50 (the first 10
-  and 50 of the 60 against the exact first 10 and 50), the query's p50/p95, the collection's
-  configuration as Chroma reports it.
+* **The index**: the engine's own ``ChromaStore.query`` on the index's collection, as the
+  engine opens it (``vector_store.EF_SEARCH`` set on it), with the searcher's pool (60,
+  ``RankingParams.min_pool``): recall@10 and recall@50 (the first 10 and 50 of the 60 against
+  the exact first 10 and 50), the store's query p50/p95 (a ``count`` and Chroma's query), the
+  collection's configuration as Chroma reports it.
 * **Configurations** (``--configs``, ``MAX_NEIGHBORS:EF_SEARCH``, ``ef_construction`` 100 as
   Chroma's default): a collection of the same vectors in a temporary folder, built once per
   ``max_neighbors`` (its build seconds and size on disk), and searched at each ``ef_search``
-  (set on the built collection by ``collection.modify``): the same recalls and p50/p95.
+  (set by ``collection.modify`` before a new client loads the graph, which is when Chroma reads
+  it): the same recalls, and Chroma's query p50/p95.
 
 Prints a table and writes JSON (default ``benchmarks/results/hnsw-<vault>.json``).
 """
@@ -55,6 +57,7 @@ from mdsearch_ls.engine.index.vector_store import ChromaStore  # noqa: E402
 from mdsearch_ls.engine.search.ranking import RankingParams  # noqa: E402
 
 POOL = RankingParams().min_pool
+CHROMA = ChromaSettings(anonymized_telemetry=False)
 KS = (10, 50)
 EPS = 1e-6
 
@@ -131,33 +134,36 @@ def configs(ids: list[str], matrix: np.ndarray, qvecs: np.ndarray, kth: dict[int
     for m, efs in by_m.items():
         folder = Path(tempfile.mkdtemp(prefix="hnsw-bench-"))
         try:
-            client = chromadb.PersistentClient(
-                path=str(folder), settings=ChromaSettings(anonymized_telemetry=False))
+            client = chromadb.PersistentClient(path=str(folder), settings=CHROMA)
             col = client.create_collection(
                 "bench", embedding_function=None,
                 configuration={"hnsw": {"space": "cosine", "max_neighbors": m,
-                                        "ef_construction": 100, "ef_search": efs[0]}})
+                                        "ef_construction": 100}})
             t0 = time.perf_counter()
             step = int(client.get_max_batch_size())
             for start in range(0, len(ids), step):
                 col.add(ids=ids[start: start + step], embeddings=matrix[start: start + step])
             built = time.perf_counter() - t0
+            client.close()
             size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
             for ef in efs:
-                col.modify(configuration={"hnsw": {"ef_search": ef}})
+                # Chroma reads ef_search when it loads the graph: a new client each time, the
+                # setting changed before its first query
+                client = chromadb.PersistentClient(path=str(folder), settings=CHROMA)
                 col = client.get_collection("bench")
-                reported = col.configuration_json["hnsw"]
+                col.modify(configuration={"hnsw": {"ef_search": ef}})
+                reported = client.get_collection("bench").configuration_json["hnsw"]
                 col.query(query_embeddings=[qvecs[0]], n_results=POOL)
 
                 def ask(q: np.ndarray, col: Any = col) -> list[str]:
                     return col.query(query_embeddings=[q], n_results=POOL, include=[])["ids"][0]
 
                 found, ms = run_queries(ask, qvecs)
+                client.close()
                 key = f"max_neighbors={m},ef_search={ef}"
                 out[key] = {"build_s": round(built, 1), "disk_mb": round(size / 2**20),
                             "reported": reported, **score(found, ms, qvecs, kth, row, matrix)}
                 print(f"{key}: {json.dumps(out[key])}", file=sys.stderr, flush=True)
-            client.close()
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     return out
@@ -168,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/mdsearch-scale"))
     ap.add_argument("--vault", default="v96")
     ap.add_argument("--queries", type=int, default=365)
-    ap.add_argument("--configs", default="16:100,16:200,16:400,32:100,32:200")
+    ap.add_argument("--configs", default="16:100,16:200,16:400,16:800,16:1600,32:100,32:400")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     vault = args.work.resolve() / args.vault

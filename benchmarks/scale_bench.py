@@ -49,6 +49,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import sqlite3
@@ -65,10 +66,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from cli_bench import as_installed  # noqa: E402  (one copy of each)
 from lsp_vs_bench import hover_sample, pair_round  # noqa: E402
 
-from mdsearch_ls.config import Settings  # noqa: E402
-from mdsearch_ls.engine.api import SearchRequest, create_embedder  # noqa: E402
-from mdsearch_ls.engine.index.layout import default_index_dir, space_name  # noqa: E402
-from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
+# The engine is imported where it is used, not here: a child's peak RSS (wait4) starts at its
+# parent's, since the pages it shares before exec count in it, so a parent that imported the
+# engine (80 MB) would be the floor of every whole process measured (the layout alone: 20 MB,
+# ``rss_floor_mb`` in the results; a whole CLI search through a holder is about 28 MB).
 
 PYTHON = sys.executable
 MDSEARCH = [PYTHON, "-m", "mdsearch_ls"]
@@ -99,10 +100,15 @@ def env_of(vault: Path, base: dict[str, str]) -> dict[str, str]:
 
 
 def index_dir(vault: Path) -> Path:
+    from mdsearch_ls.engine.index.layout import default_index_dir  # (see the imports above)
+
     return cache_of(vault) / "indexes" / default_index_dir(vault).name
 
 
 def manifest_of(vault: Path) -> Path:
+    from mdsearch_ls.config import Settings  # (see the imports above)
+    from mdsearch_ls.engine.index.layout import space_name
+
     return index_dir(vault) / f"{space_name(Settings())}.sqlite3"
 
 
@@ -301,10 +307,10 @@ def first(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[str, st
                 raise SystemExit(f"no background process was started: {run['stderr'][-500:]}")
             runs.setdefault("search-starting-the-holder", {}).setdefault(name, []).append(run)
             pid = pid_in(cache_of(vault) / "background.json")
-            subprocess.run([*MDSEARCH, "background", "--stop", "--all"], env=on, cwd=vault,
-                           capture_output=True, check=True)
-            if pid:
-                gone(pid)
+            if pid is None:
+                raise SystemExit(f"no background process runs for {name}")
+            os.kill(pid, signal.SIGTERM)  # (it exits on SIGTERM, its index closed)
+            gone(pid)
             runs.setdefault("search-holding-it-itself", {}).setdefault(name, []).append(
                 timed([*MDSEARCH, "search", qs[n + 1]], {**on, "MDSEARCH_BACKGROUND": "off"},
                       vault))
@@ -314,18 +320,24 @@ def first(vaults: dict[str, Path], qs: list[str], rounds: int, env: dict[str, st
     return medians(runs)
 
 
-def first_hit(ws: Workspace, mode: str) -> str:
+def first_hit(ws: Any, mode: str) -> str:
     """The scale bar's question's first hit, its copy's folder (``c01/``...) left out."""
+    from mdsearch_ls.engine.api import SearchRequest  # (see the imports above)
+
     hits = ws.search(SearchRequest.build(BAR_QUESTION, k=10, mode=mode)).hits
     return hits[0].path.split("/", 1)[-1] if hits else ""
 
 
-def in_process(vault: Path, qs: list[str], *, settings: Settings | None = None,
+def in_process(vault: Path, qs: list[str], *, settings: Any = None,
                embedder: Any = None) -> dict[str, Any]:
     """The ``in_process`` part for one vault (see the module docstring), its index where
     ``MDSEARCH_CACHE_DIR`` says. ``million_bench.py`` passes its own ``settings`` and
     ``embedder`` (the real model for questions, under the stand-in's name its index was built
     with)."""
+    from mdsearch_ls.config import Settings  # (see the imports above)
+    from mdsearch_ls.engine.api import SearchRequest, create_embedder
+    from mdsearch_ls.engine.workspace import Workspace
+
     settings = settings or Settings()
     embedder = embedder or create_embedder(settings)
     out: dict[str, Any] = {}
@@ -376,13 +388,15 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise SystemExit(f"unknown parts: {', '.join(sorted(unknown))}")
-    kept = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
+    old = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
+    kept = {k: v for k, v in old.items() if k in PARTS or k == "build"}
     result: dict[str, Any] = {**kept, "machine": {"cpus": os.cpu_count(),
                                                   "python": platform.python_version(),
                                                   "load_at_start": os.getloadavg()},
                               "k": {"whole_processes": 5, "in_process": 10},
                               "rounds": args.rounds, "parts_run": parts}
     result["build"] = build(work, args.copies, env) or kept.get("build", {})
+    result["rss_floor_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     vaults = {"v8": work / "v8", "v96": work / "v96"}
     result["vaults"] = {name: counts(v) for name, v in vaults.items()}
     print(json.dumps(result["vaults"]), file=sys.stderr)
