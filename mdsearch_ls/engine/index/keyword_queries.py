@@ -103,6 +103,14 @@ class KeywordQueries:
             "SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (match,)).fetchone() \
             is not None
 
+    def notes_matching(self, match: str, limit: int) -> int:
+        """How many notes hold a chunk the FTS expression matches, counted up to ``limit``: a
+        common word stops early, a rare one reads its few rows."""
+        return int(self._conn().execute(
+            "SELECT count(*) FROM (SELECT DISTINCT c.path FROM chunks_fts JOIN chunks c "
+            "ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? LIMIT ?)",
+            (match, limit)).fetchone()[0])
+
     def phrase_holders(self, match: str, ids: Iterable[str], scan: int = 2000) -> set[str]:
         """Which of the chunks ``ids`` the FTS expression matches, at a cost bounded by the
         candidates, not the vault: a phrase held by at most ``scan`` chunks, or by at most

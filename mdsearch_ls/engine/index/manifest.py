@@ -343,6 +343,13 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
         return {r[0]: int(r[1]) for r in self._rows_in(
             sql.format(where="WHERE path IN ({marks})"), paths)}
 
+    def section_counts(self, paths: Iterable[str]) -> dict[str, int]:
+        """How many sections (a heading's span, or the text before the first) each note of
+        ``paths`` has."""
+        return {r[0]: int(r[1]) for r in self._rows_in(
+            "SELECT path, COUNT(DISTINCT section) FROM chunks WHERE path IN ({marks}) "
+            "GROUP BY path", paths)}
+
     def file_mtimes(self) -> dict[str, float]:
         return {r[0]: r[1] for r in self._conn().execute("SELECT path, mtime FROM files")}
 

@@ -22,7 +22,7 @@ from mdsearch_ls.config import FUSIONS, MODES
 from mdsearch_ls.engine.search import keyword, phrases, ranking
 from mdsearch_ls.engine.search.hits import Hit, SearchResult
 from mdsearch_ls.engine.search.legs import QueryVector, keyword_leg
-from mdsearch_ls.engine.search.note_lookups import NoteLookups
+from mdsearch_ls.engine.search.note_lookups import Name, NoteLookups
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
 from mdsearch_ls.engine.search.ranking import Candidate, RankingParams, boilerplate_weight
 from mdsearch_ls.engine.search.snippets import make_snippet
@@ -93,9 +93,10 @@ class Searcher:
         """Notes passing the file-level filters, or None when there are none (all pass)."""
         return self.notes.allowed_paths(filters)
 
-    def named_notes(self, text: str, paths: Iterable[str]) -> dict[str, int]:
-        """Notes among ``paths`` whose title or an alias the query names in full."""
-        return self.notes.named_notes(text, paths)
+    def named_notes(self, text: str, paths: Iterable[str], quoted: Iterable[str] = ()
+                    ) -> dict[str, Name]:
+        """Notes among ``paths`` whose title or an alias the query names in full, with how."""
+        return self.notes.named_notes(text, paths, quoted, self.params.name_rare_share)
 
     # -- search --
 
@@ -279,8 +280,9 @@ class Searcher:
         """The candidates' per-chunk evidence filled in (boilerplate weight, phrases, note size,
         named notes), then ranked on ``scale``."""
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
-        sizes = (self.notes.chunk_counts({c.chunk.path for c in cands}) if mode == "hybrid"
-                 else {})
+        paths = {c.chunk.path for c in cands}
+        sizes = ({} if mode != "hybrid" else self.notes.section_counts(paths)
+                 if params.long_note_by == "sections" else self.notes.chunk_counts(paths))
         for held in (prefer, dropped):
             if held is not None:
                 held.fill(c.chunk.id for c in cands)
@@ -291,7 +293,9 @@ class Searcher:
             if dropped is not None:
                 c.required_share = dropped.share(c.chunk.id)
             c.note_chunks = sizes.get(c.chunk.path, 1)
-        named = self.named_notes(text, {c.chunk.path for c in cands}) if mode == "hybrid" else {}
+        quoted = [p for held in (prefer, dropped) if held is not None for p in held.phrases]
+        named = (self.notes.named_notes(text, paths, quoted, params.name_rare_share)
+                 if mode == "hybrid" else {})
         return ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
                             query=text, scale=scale)
 
