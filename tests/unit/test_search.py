@@ -205,6 +205,7 @@ def test_a_one_word_name_is_rare_when_few_notes_hold_it(tmp_path, write, make_wo
     root = tmp_path / "notes"
     write(root, "Xargs.md", "# Xargs\n\nBuild command lines from input.\n")
     write(root, "Table.md", "# Table\n\nRender a table.\n")
+    write(root, "Sign-in.md", "# Sign-in\n\nWhen the sign-in fails.\n")
     for i in range(8):
         write(root, f"Page {i}.md", f"# Page {i}\n\nA table of things, number {i}.\n")
     ws = make_workspace(root, fake_embedder)
@@ -214,6 +215,10 @@ def test_a_one_word_name_is_rare_when_few_notes_hold_it(tmp_path, write, make_wo
     named = ws.searcher.notes.named_notes("xargs or a table", paths, rare_share=0.2)
     assert named["Xargs.md"].rare and not named["Table.md"].rare
     assert not ws.searcher.notes.named_notes("xargs", paths)["Xargs.md"].rare  # not asked
+    # A name with a stopword in it is one content word, but typed in one piece it is a name.
+    assert ws.searcher.notes.named_notes("sign-in fails on my phone", paths)["Sign-in.md"].written
+    assert not ws.searcher.notes.named_notes("in which room do I sign", paths)[
+        "Sign-in.md"].written
 
 
 def test_a_long_section_is_one_section_however_many_chunks(tmp_path, write, make_workspace,

@@ -34,7 +34,8 @@ class Name:
     written: bool
     """The query writes that name as a name, not as a word of a sentence: in a code span
     (`` `sort` ``) or quotes (``'make'``), capitalised past the query's first word ("when is
-    Year empty"), or as the whole query."""
+    Year empty"), as the whole query, or, for a name of two or more tokens, all of them in one
+    piece ("on-call", "from json"; a stopword is part of such a name)."""
     rare: bool = False
     """A name of one content word that few of the vault's notes hold (see
     :meth:`NoteLookups.named_notes`): tldr's ``xargs`` is rare in its prose, an API
@@ -52,6 +53,13 @@ def written_as_name(text: str, name: frozenset[str], quoted: Iterable[str] = ())
         return True
     capitals = {t.lower() for t in keyword._TOKEN.findall(text)[1:] if t[:1].isupper()}
     return name <= capitals
+
+
+def _typed_in_order(name: tuple[str, ...], typed: list[str]) -> bool:
+    """Whether a name of two or more tokens is in the query as typed, in one piece: "on-call"
+    (``on`` is a stopword: one content word, but typed as the name it is)."""
+    n = len(name)
+    return n >= 2 and any(tuple(typed[i:i + n]) == name for i in range(len(typed) - n + 1))
 
 
 class NoteLookups:
@@ -151,13 +159,14 @@ class NoteLookups:
         known = self._per_note("_sections", paths, self.manifest.section_counts)
         return {p: known[p] or 1 for p in set(paths)}
 
-    def _name_tokens(self, paths: Iterable[str]) -> dict[str, tuple[frozenset[str], ...]]:
-        def read(missing: list[str]) -> dict[str, tuple[frozenset[str], ...]]:
+    def _name_tokens(self, paths: Iterable[str]) -> dict[str, tuple[tuple[str, ...], ...]]:
+        """Each note's names as their tokens, in order."""
+        def read(missing: list[str]) -> dict[str, tuple[tuple[str, ...], ...]]:
             names = {}
             for path, titles in self.manifest.titles(missing).items():
-                sets = [frozenset(keyword.tokens(t)) for t in titles]
+                seqs = [tuple(keyword.tokens(t)) for t in titles]
                 # A name made only of stopwords ("How", "It") is named by half of all questions.
-                names[path] = tuple(s for s in sets if s and not s <= keyword.STOPWORDS)
+                names[path] = tuple(t for t in seqs if t and not set(t) <= keyword.STOPWORDS)
             return names
 
         return self._per_note("_names", paths, read)
@@ -183,18 +192,21 @@ class NoteLookups:
         words. Words are matched exactly (no stemming): folding plurals let "files" name a
         note "file".
         """
-        words = set(keyword.tokens(text))
+        typed = keyword.tokens(text)
+        words = set(typed)
         if not words:
             return {}
         paths = set(paths)
         names = self._name_tokens(paths)
-        longest: dict[str, frozenset[str]] = {}
+        longest: dict[str, tuple[str, ...]] = {}
         for p in paths:
-            held = [s - keyword.STOPWORDS for s in names.get(p) or () if s <= words]
+            held = [t for t in names.get(p) or () if set(t) <= words]
             if held:
-                longest[p] = max(held, key=len)
-        single = {w for s in longest.values() if len(s) == 1 for w in s}
+                longest[p] = max(held, key=lambda t: (len(set(t) - keyword.STOPWORDS), len(t)))
+        content = {p: frozenset(t) - keyword.STOPWORDS for p, t in longest.items()}
+        single = {w for s in content.values() if len(s) == 1 for w in s}
         rare = self.rare_words(single, rare_share) if single and rare_share else set()
         quoted = tuple(quoted)
-        return {p: Name(len(s), written_as_name(text, s, quoted), bool(s & rare))
-                for p, s in longest.items()}
+        return {p: Name(len(content[p]), written_as_name(text, content[p], quoted)
+                        or _typed_in_order(longest[p], typed), bool(content[p] & rare))
+                for p in longest}
