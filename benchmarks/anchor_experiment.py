@@ -305,7 +305,8 @@ class Signals:
         if not outside:
             return {}
         sims = self.chunks @ pool.qvec
-        named = self.ws.searcher.named_notes(pool.query, outside)
+        named = self.ws.searcher.notes.named_notes(pool.query, outside, (),
+                                                   params.name_rare_share)
         out = {}
         for n in outside:
             cos = float(sims[self.owner == self.paths.index(n)].max())

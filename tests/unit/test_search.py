@@ -176,7 +176,7 @@ def test_named_notes_need_every_word_of_a_title_or_alias(named):
     everything = ["Yacht club.md", "Harbour.md", "How.md", "Cello.md"]
 
     def words(text: str, paths: list[str]) -> dict[str, int]:
-        return {p: n.words for p, n in ws.searcher.named_notes(text, paths).items()}
+        return {p: n.words for p, n in ws.searcher.notes.named_notes(text, paths).items()}
 
     assert words("yacht club fees", everything) == {"Yacht club.md": 2}
     assert words("Yacht fees", everything) == {}  # half a name is not a name
@@ -231,8 +231,8 @@ def test_a_long_section_is_one_section_however_many_chunks(tmp_path, write, make
     ws = make_workspace(root, fake_embedder)
     ws.index()
     paths = ["Chapter.md", "Reference.md"]
-    chunks = ws.searcher.notes.chunk_counts(paths)
-    sections = ws.searcher.notes.section_counts(paths)
+    chunks = ws.searcher.notes.note_sizes(paths, "chunks")
+    sections = ws.searcher.notes.note_sizes(paths, "sections")
     assert chunks["Chapter.md"] > sections["Chapter.md"] <= 2
     assert sections["Reference.md"] >= 6 > sections["Chapter.md"]
 
@@ -278,8 +278,8 @@ def test_renaming_a_note_changes_what_names_it(named, tmp_path):
     (root / "Cello.md").rename(root / "Violoncello.md")
     ws.index()
     paths = ws.manifest.all_paths()
-    assert list(ws.searcher.named_notes("violoncello repair", paths)) == ["Violoncello.md"]
-    assert ws.searcher.named_notes("cello repair", paths) == {}
+    assert list(ws.searcher.notes.named_notes("violoncello repair", paths)) == ["Violoncello.md"]
+    assert ws.searcher.notes.named_notes("cello repair", paths) == {}
 
 
 def test_ids_unknown_to_the_manifest_are_dropped(small, monkeypatch):

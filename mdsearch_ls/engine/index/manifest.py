@@ -335,20 +335,16 @@ class Manifest(FileReads, KeywordQueries, VectorCache):
     def all_paths(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT path FROM files ORDER BY path")]
 
-    def chunk_counts(self, paths: Iterable[str] | None = None) -> dict[str, int]:
-        """How many chunks each note (of ``paths``, or all) has."""
-        sql = "SELECT path, COUNT(*) FROM chunks {where} GROUP BY path"
+    def chunk_counts(self, paths: Iterable[str] | None = None, *, sections: bool = False
+                     ) -> dict[str, int]:
+        """How many chunks (``sections``: sections, a heading's span each) each note (of
+        ``paths``, or all) has."""
+        count = "COUNT(DISTINCT section)" if sections else "COUNT(*)"
+        sql = f"SELECT path, {count} FROM chunks {{where}} GROUP BY path"
         if paths is None:
             return {r[0]: int(r[1]) for r in self._conn().execute(sql.format(where=""))}
         return {r[0]: int(r[1]) for r in self._rows_in(
             sql.format(where="WHERE path IN ({marks})"), paths)}
-
-    def section_counts(self, paths: Iterable[str]) -> dict[str, int]:
-        """How many sections (a heading's span, or the text before the first) each note of
-        ``paths`` has."""
-        return {r[0]: int(r[1]) for r in self._rows_in(
-            "SELECT path, COUNT(DISTINCT section) FROM chunks WHERE path IN ({marks}) "
-            "GROUP BY path", paths)}
 
     def file_mtimes(self) -> dict[str, float]:
         return {r[0]: r[1] for r in self._conn().execute("SELECT path, mtime FROM files")}

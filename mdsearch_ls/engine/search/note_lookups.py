@@ -148,15 +148,12 @@ class NoteLookups:
                 known[p] = found.get(p)
         return known
 
-    def chunk_counts(self, paths: Iterable[str]) -> dict[str, int]:
-        """How many chunks each of ``paths`` has (the long-note penalty's measure of a note's
-        size); a note no longer indexed counts 1."""
-        known = self._per_note("_sizes", paths, self.manifest.chunk_counts)
-        return {p: known[p] or 1 for p in set(paths)}
-
-    def section_counts(self, paths: Iterable[str]) -> dict[str, int]:
-        """How many sections each of ``paths`` has (a note no longer indexed counts 1)."""
-        known = self._per_note("_sections", paths, self.manifest.section_counts)
+    def note_sizes(self, paths: Iterable[str], unit: str = "chunks") -> dict[str, int]:
+        """How many chunks (or ``unit`` "sections") each of ``paths`` has: the long-note
+        penalty's measure of a note's size; a note no longer indexed counts 1."""
+        sections = unit == "sections"
+        known = self._per_note("_sections" if sections else "_sizes", paths, lambda missing:
+                               self.manifest.chunk_counts(missing, sections=sections))
         return {p: known[p] or 1 for p in set(paths)}
 
     def _name_tokens(self, paths: Iterable[str]) -> dict[str, tuple[tuple[str, ...], ...]]:

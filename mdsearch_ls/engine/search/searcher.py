@@ -22,7 +22,7 @@ from mdsearch_ls.config import FUSIONS, MODES
 from mdsearch_ls.engine.search import keyword, phrases, ranking
 from mdsearch_ls.engine.search.hits import Hit, SearchResult
 from mdsearch_ls.engine.search.legs import QueryVector, keyword_leg
-from mdsearch_ls.engine.search.note_lookups import Name, NoteLookups
+from mdsearch_ls.engine.search.note_lookups import NoteLookups
 from mdsearch_ls.engine.search.query import Filters, QueryError, parse_query
 from mdsearch_ls.engine.search.ranking import Candidate, RankingParams, boilerplate_weight
 from mdsearch_ls.engine.search.snippets import make_snippet
@@ -92,11 +92,6 @@ class Searcher:
     def allowed_paths(self, filters: Filters) -> set[str] | None:
         """Notes passing the file-level filters, or None when there are none (all pass)."""
         return self.notes.allowed_paths(filters)
-
-    def named_notes(self, text: str, paths: Iterable[str], quoted: Iterable[str] = ()
-                    ) -> dict[str, Name]:
-        """Notes among ``paths`` whose title or an alias the query names in full, with how."""
-        return self.notes.named_notes(text, paths, quoted, self.params.name_rare_share)
 
     # -- search --
 
@@ -281,8 +276,7 @@ class Searcher:
         named notes), then ranked on ``scale``."""
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
         paths = {c.chunk.path for c in cands}
-        sizes = ({} if mode != "hybrid" else self.notes.section_counts(paths)
-                 if params.long_note_by == "sections" else self.notes.chunk_counts(paths))
+        sizes = self.notes.note_sizes(paths, params.long_note_by) if mode == "hybrid" else {}
         for held in (prefer, dropped):
             if held is not None:
                 held.fill(c.chunk.id for c in cands)
