@@ -305,7 +305,8 @@ class Signals:
         if not outside:
             return {}
         sims = self.chunks @ pool.qvec
-        named = self.ws.searcher.named_notes(pool.query, outside)
+        named = self.ws.searcher.notes.named_notes(pool.query, outside, (),
+                                                   params.name_rare_share)
         out = {}
         for n in outside:
             cos = float(sims[self.owner == self.paths.index(n)].max())
@@ -426,6 +427,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="list the tune and vault queries this variant moves")
     ap.add_argument("--out", type=Path,
                     default=ROOT / "benchmarks" / "results" / "anchor-experiment.json")
+    ap.add_argument("--sets", default="obsidian-help,vault",
+                    help="labelled sets to score (their tune half, or all of a set without "
+                         "one; nushell was added for issue 57)")
     args = ap.parse_args(argv)
     os.environ.setdefault("MDSEARCH_CACHE_DIR", str(args.index_dir / "cache"))
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -437,8 +441,9 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, object] = {"k": k, "per_file": 1, "mode": "hybrid",
                                  "queries": "as typed", "sets": {}, "vaults": {}}
     rows_by_set: dict[str, dict[str, dict]] = {}
-    for name, splits in (("obsidian-help", ["tune"] + (["heldout"] if args.heldout else [])),
-                         ("vault", ["all"])):
+    plan = {"obsidian-help": ["tune"] + (["heldout"] if args.heldout else []),
+            "nushell": ["tune"], "vault": ["all"]}
+    for name, splits in ((n, plan[n]) for n in args.sets.split(",")):
         ws, queries = open_set(name, args.index_dir)
         params = ws.searcher.params
         anchors, counts = collect(ws)
@@ -501,8 +506,8 @@ def main(argv: list[str] | None = None) -> int:
         info["signal_ms_per_query"] = {kind: round(1000 * sum(v) / len(v), 3)
                                        for kind, v in sig.cost.items() if v}
         ws.close()
-    tune, vault = rows_by_set["obsidian-help/tune"], rows_by_set["vault/all"]
-    passed = [v for v in table if v != "main (replay)" and "alone" not in v
+    tune, vault = rows_by_set.get("obsidian-help/tune"), rows_by_set.get("vault/all")
+    passed = [v for v in table if tune and vault and v != "main (replay)" and "alone" not in v
               and passes(tune[v], tune["main (replay)"], vault[v], vault["main (replay)"])]
     print(f"variants that pass the bar for the held-out half: {passed or 'none'}")
     result["sets"] = rows_by_set

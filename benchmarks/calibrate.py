@@ -120,12 +120,15 @@ def to_pool(call: tuple, params: RankingParams, relevant: set[str]) -> Pool:
     notes: dict[str, int] = {}
     for c in cands:
         notes.setdefault(c.chunk.path, len(notes))
-    named = kw.get("named") or {}
+    named = ranking.names_not_words(cands, kw.get("named") or {}, kw.get("query", ""), params)
     free = params.long_note_free_chunks
+    lengths = sorted(len(c.chunk.text.split()) for c in cands if c.bm25)
+    floor = params.short_floor * lengths[len(lengths) // 2] if lengths else 0.0
     return Pool(
         dense=np.array([((c.cosine if c.cosine is not None else lo) - lo) / (hi - lo)
                         if hi > lo else 0.0 for c in cands]),
-        sparse=np.array([(c.bm25 or 0.0) / best for c in cands]),
+        sparse=np.array([(c.bm25 or 0.0) / best * (ranking.short_section_factor(
+            len(c.chunk.text.split()), floor) if c.bm25 and floor else 1.0) for c in cands]),
         weight=np.array([c.weight for c in cands]),
         long_log=np.array([math.log(c.note_chunks / free) if c.note_chunks > free else 0.0
                            for c in cands]),

@@ -1,7 +1,7 @@
 """Retrieval quality of every search mode on a labelled query set, with a plain BM25 baseline.
 
     python benchmarks/quality.py VAULT QUERIES.jsonl [--out FILE] [--modes hybrid,semantic,keyword]
-    python benchmarks/quality.py vault|obsidian-help|tldr [...]    a labelled set by name
+    python benchmarks/quality.py vault|obsidian-help|tldr|nushell [...]    a labelled set by name
                                  [--index-dir DIR] [--cleaned] [--param NAME=VALUE ...]
                                  [--split tune|heldout]
 
@@ -57,6 +57,8 @@ SETS = {
                       ROOT / "benchmarks" / "queries" / "obsidian-help.jsonl"),
     "tldr": (ROOT.parent / "shared" / "corpora" / "tldr",
              ROOT.parent / "shared" / "eval" / "nl2bash-tldr.jsonl"),
+    "nushell": (ROOT.parent / "shared" / "corpora" / "nushell",
+                ROOT / "benchmarks" / "queries" / "nushell.jsonl"),
 }
 CUTS = (1, 3, 5, 10)
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)

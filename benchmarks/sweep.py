@@ -2,7 +2,7 @@
 contexts of one fold, each variant's figures side by side, and the queries whose first right
 note moved against the first variant.
 
-    python benchmarks/sweep.py vault|obsidian-help|tldr --index-dir DIR
+    python benchmarks/sweep.py vault|obsidian-help|tldr|nushell --index-dir DIR
            [--split tune] [--fold tune] [--no-links] [-k 10] [--changed]
            --variant "" --variant "term_centrality=loo" --variant "term_centrality=word,..."
 

@@ -7,27 +7,32 @@ from dataclasses import replace
 import pytest
 
 from mdsearch_ls.engine.locations import ChunkRecord
+from mdsearch_ls.engine.search.note_lookups import Name
 from mdsearch_ls.engine.search.ranking import (
     Candidate,
     RankingParams,
     convex,
     long_note_penalty,
     looks_exact,
+    names_not_words,
     rank,
     rrf,
+    short_section_factor,
 )
 
 
-def chunk(cid: str, path: str | None = None) -> ChunkRecord:
+def chunk(cid: str, path: str | None = None, text: str | None = None) -> ChunkRecord:
     path = path or f"{cid}.md"
     return ChunkRecord(path=path, title=cid, breadcrumb=cid, start_line=0, end_line=1, id=cid,
-                       ordinal=0, section=0, text=cid, embed_hash=f"e{cid}", body_hash=f"b{cid}")
+                       ordinal=0, section=0, text=text or cid, embed_hash=f"e{cid}",
+                       body_hash=f"b{cid}")
 
 
 def cand(cid: str, *, sem=None, kw=None, cos=None, bm25=None, path=None, weight=1.0,
-         chunks=1):
-    return Candidate(chunk=chunk(cid, path), semantic_rank=sem, keyword_rank=kw, cosine=cos,
-                     bm25=bm25, weight=weight, note_chunks=chunks)
+         chunks=1, words=None):
+    text = " ".join(["word"] * words) if words else None
+    return Candidate(chunk=chunk(cid, path, text), semantic_rank=sem, keyword_rank=kw,
+                     cosine=cos, bm25=bm25, weight=weight, note_chunks=chunks)
 
 
 def order(cands, **kw) -> list[str]:
@@ -47,6 +52,10 @@ def test_params_reject_what_cannot_work():
         RankingParams(exact_alpha=-0.1)
     with pytest.raises(ValueError, match="long_note"):
         RankingParams(long_note_free_chunks=0)
+    with pytest.raises(ValueError, match="long_note_by"):
+        RankingParams(long_note_by="words")
+    with pytest.raises(ValueError, match="short_floor"):
+        RankingParams(short_floor=-1.0)
     assert RankingParams(min_pool=10, pool_per_hit=3).pool(2) == 10
     assert RankingParams(min_pool=10, pool_per_hit=3).pool(20) == 60
     assert "convex_alpha" in RankingParams.names()
@@ -88,18 +97,18 @@ def test_the_named_reward_goes_to_one_section_of_the_named_note_in_hybrid_only(f
     cands = [cand("other", sem=1, kw=1, cos=0.9, bm25=9.0),
              cand("named-1", sem=2, kw=2, cos=0.85, bm25=8.0, path="Named.md"),
              cand("named-2", sem=3, kw=3, cos=0.84, bm25=7.9, path="Named.md")]
-    ranked = rank(cands, mode="hybrid", fusion=fusion, named={"Named.md": 1},
+    ranked = rank(cands, mode="hybrid", fusion=fusion, named={"Named.md": Name(1, False)},
                   params=RankingParams())
     assert ranked[0].chunk.id == "named-1"
     assert [c.chunk.id for c in ranked if c.named] == ["named-1"]
-    plain = rank(cands, mode="semantic", fusion=fusion, named={"Named.md": 1},
+    plain = rank(cands, mode="semantic", fusion=fusion, named={"Named.md": Name(1, False)},
                  params=RankingParams())
     assert plain[0].chunk.id == "other" and not any(c.named for c in plain)
 
 
 def test_rank_does_not_change_its_input():
     cands = [cand("a", sem=1, cos=0.5)]
-    ranked = rank(cands, mode="hybrid", fusion="convex", named={"a.md": 1},
+    ranked = rank(cands, mode="hybrid", fusion="convex", named={"a.md": Name(1, False)},
                   params=RankingParams())
     assert ranked[0].fused > 0 and ranked[0].named
     assert cands[0].fused == 0.0 and not cands[0].named
@@ -175,3 +184,43 @@ def test_boilerplate_in_a_long_note_stays_below_its_own_text():
              cand("template", sem=3, cos=0.7, path="Long.md", chunks=160, weight=0.3)]
     assert order(cands, mode="hybrid", fusion="convex", query="what is in the long note") == [
         "top", "own", "template"]
+
+
+def test_a_word_of_a_question_is_not_a_name_unless_something_says_it_is():
+    """Issue 57: "rerun tests every time I save a file" names a reference page ``save`` by a
+    word of the sentence. It keeps the reward only with other evidence: the semantic list ranks
+    it near the top, the word is rare in the vault, the name has two words or is written as a
+    name, or the whole query reads as an exact term."""
+    cands = [cand("watch", sem=1, kw=2, cos=0.6, bm25=5.0),
+             cand("save", sem=9, kw=1, cos=0.5, bm25=6.0),
+             cand("far", sem=None, kw=3, cos=0.2, bm25=4.0)]
+    word = Name(1, False)
+    q = "rerun tests every time I save a file"
+    p = RankingParams(name_semantic_rank=3)
+    assert names_not_words(cands, {"save.md": word}, q, p) == set()
+    assert names_not_words(cands, {"watch.md": word}, q, p) == {"watch.md"}  # ranked by meaning
+    for name in (Name(2, False), Name(1, True), Name(1, False, rare=True)):
+        assert names_not_words(cands, {"save.md": name}, q, p) == {"save.md"}
+    assert names_not_words(cands, {"save.md": word}, "save", p) == {"save.md"}  # exact term
+    off = RankingParams(name_semantic_rank=0)  # the rule before issue 57
+    assert names_not_words(cands, {"save.md": word, "far.md": word}, q, off) == {
+        "save.md", "far.md"}
+    kw = {"mode": "hybrid", "fusion": "convex", "query": q}
+    assert order(cands, named={"save.md": word}, params=p, **kw)[0] == "watch"
+    assert order(cands, named={"save.md": word}, params=off, **kw)[0] == "save"
+
+
+def test_a_very_short_section_does_not_win_on_the_lift_bm25_gives_short_texts():
+    assert short_section_factor(100, 50.0) == 1.0 and short_section_factor(50, 50.0) == 1.0
+    assert short_section_factor(25, 50.0) < 1.0
+    # never below BM25's own floor for a text of no length: (1 + k1 (1 - b)) / (1 + k1)
+    assert short_section_factor(0, 50.0) == pytest.approx((1 + 1.2 * 0.25) / 2.2)
+    # One common word of the question: a one-paragraph page (12 words) holds it with a
+    # higher BM25 than the answer (a section of ordinary length, closer in meaning) holds its
+    # two words; the floor takes the page's lift away, and with it the first place.
+    cands = [cand("answer", sem=1, kw=2, cos=0.62, bm25=7.0, words=80),
+             cand("stub", sem=3, kw=1, cos=0.60, bm25=10.0, words=12),
+             cand("other", sem=2, kw=3, cos=0.61, bm25=6.5, words=90)]
+    kw = {"mode": "hybrid", "fusion": "convex", "query": "how do I make the corners round"}
+    assert order(cands, params=RankingParams(short_floor=0.0), **kw)[0] == "stub"
+    assert order(cands, params=RankingParams(short_floor=0.75), **kw)[0] == "answer"

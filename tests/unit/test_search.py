@@ -15,6 +15,7 @@ import pytest
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.errors import RequestError
+from mdsearch_ls.engine.search.note_lookups import written_as_name
 from mdsearch_ls.engine.search.query import (
     Filters,
     QueryError,
@@ -181,13 +182,67 @@ def named(tmp_path, write, make_workspace, fake_embedder):
 def test_named_notes_need_every_word_of_a_title_or_alias(named):
     ws, _ = named
     everything = ["Yacht club.md", "Harbour.md", "How.md", "Cello.md"]
-    s = ws.searcher
-    assert s.named_notes("yacht club fees", everything) == {"Yacht club.md": 2}
-    assert s.named_notes("Yacht fees", everything) == {}  # half a name is not a name
-    assert s.named_notes("opening hours of the marina", everything) == {"Harbour.md": 1}
-    assert s.named_notes("how do I tune a cello", everything) == {"Cello.md": 1}  # not How.md
-    assert s.named_notes("cellos", everything) == {}  # exact words: no stemming
-    assert s.named_notes("yacht club", ["Harbour.md"]) == {}  # only among the candidates
+
+    def words(text: str, paths: list[str]) -> dict[str, int]:
+        return {p: n.words for p, n in ws.searcher.notes.named_notes(text, paths).items()}
+
+    assert words("yacht club fees", everything) == {"Yacht club.md": 2}
+    assert words("Yacht fees", everything) == {}  # half a name is not a name
+    assert words("opening hours of the marina", everything) == {"Harbour.md": 1}
+    assert words("how do I tune a cello", everything) == {"Cello.md": 1}  # not How.md
+    assert words("cellos", everything) == {}  # exact words: no stemming
+    assert words("yacht club", ["Harbour.md"]) == {}  # only among the candidates
+
+
+@pytest.mark.parametrize(("query", "quoted", "written"), [
+    ("use `sort` on the list", (), True),          # a code span
+    ("page through the output of 'sort'", (), True),  # quotes
+    ("print the file type of command", ("sort",), True),  # a phrase typed in double quotes
+    ("when is Sort stable", (), True),               # a capital past the first word
+    ("sort", (), True),                              # the whole query
+    ("Sort names so file10 comes after file9", (), False),  # the first word of a sentence
+    ("sort file names naturally", (), False),
+    ("it doesn't sort, it's broken", (), False),     # apostrophes are not quotes
+])
+def test_a_name_written_as_one(query, quoted, written):
+    assert written_as_name(query, frozenset({"sort"}), quoted) is written
+
+
+def test_a_one_word_name_is_rare_when_few_notes_hold_it(tmp_path, write, make_workspace,
+                                                       fake_embedder):
+    root = tmp_path / "notes"
+    write(root, "Xargs.md", "# Xargs\n\nBuild command lines from input.\n")
+    write(root, "Table.md", "# Table\n\nRender a table.\n")
+    write(root, "Sign-in.md", "# Sign-in\n\nWhen the sign-in fails.\n")
+    for i in range(8):
+        write(root, f"Page {i}.md", f"# Page {i}\n\nA table of things, number {i}.\n")
+    ws = make_workspace(root, fake_embedder)
+    ws.index()
+    paths = ws.manifest.all_paths()
+    assert ws.searcher.notes.rare_words({"xargs", "table"}, 0.2) == {"xargs"}
+    named = ws.searcher.notes.named_notes("xargs or a table", paths, rare_share=0.2)
+    assert named["Xargs.md"].rare and not named["Table.md"].rare
+    assert not ws.searcher.notes.named_notes("xargs", paths)["Xargs.md"].rare  # not asked
+    # A name with a stopword in it is one content word, but typed in one piece it is a name.
+    assert ws.searcher.notes.named_notes("sign-in fails on my phone", paths)["Sign-in.md"].written
+    assert not ws.searcher.notes.named_notes("in which room do I sign", paths)[
+        "Sign-in.md"].written
+
+
+def test_a_long_section_is_one_section_however_many_chunks(tmp_path, write, make_workspace,
+                                                         fake_embedder):
+    root = tmp_path / "notes"
+    prose = " ".join(f"sentence {i} of a long chapter about one subject." for i in range(200))
+    write(root, "Chapter.md", f"# Chapter\n\n## One subject\n\n{prose}\n")
+    write(root, "Reference.md", "# Reference\n\n" + "".join(
+        f"## Item {i}\n\nWhat item {i} does.\n\n" for i in range(6)))
+    ws = make_workspace(root, fake_embedder)
+    ws.index()
+    paths = ["Chapter.md", "Reference.md"]
+    chunks = ws.searcher.notes.note_sizes(paths, "chunks")
+    sections = ws.searcher.notes.note_sizes(paths, "sections")
+    assert chunks["Chapter.md"] > sections["Chapter.md"] <= 2
+    assert sections["Reference.md"] >= 6 > sections["Chapter.md"]
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "convex"])
@@ -231,8 +286,8 @@ def test_renaming_a_note_changes_what_names_it(named, tmp_path):
     (root / "Cello.md").rename(root / "Violoncello.md")
     ws.index()
     paths = ws.manifest.all_paths()
-    assert ws.searcher.named_notes("violoncello repair", paths) == {"Violoncello.md": 1}
-    assert ws.searcher.named_notes("cello repair", paths) == {}
+    assert list(ws.searcher.notes.named_notes("violoncello repair", paths)) == ["Violoncello.md"]
+    assert ws.searcher.notes.named_notes("cello repair", paths) == {}
 
 
 def test_ids_unknown_to_the_manifest_are_dropped(small, monkeypatch):

@@ -312,9 +312,12 @@ class Manifest:
     def all_paths(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT path FROM files ORDER BY path")]
 
-    def chunk_counts(self, paths: Iterable[str] | None = None) -> dict[str, int]:
-        """How many chunks each note (of ``paths``, or all) has."""
-        sql = "SELECT path, COUNT(*) FROM chunks {where} GROUP BY path"
+    def chunk_counts(self, paths: Iterable[str] | None = None, *, sections: bool = False
+                     ) -> dict[str, int]:
+        """How many chunks (``sections``: sections, a heading's span each) each note (of
+        ``paths``, or all) has."""
+        count = "COUNT(DISTINCT section)" if sections else "COUNT(*)"
+        sql = f"SELECT path, {count} FROM chunks {{where}} GROUP BY path"
         if paths is None:
             return {r[0]: int(r[1]) for r in self._conn().execute(sql.format(where=""))}
         return {r[0]: int(r[1]) for r in self._rows_in(
@@ -545,6 +548,14 @@ class Manifest:
         return self._conn().execute(
             "SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (match,)).fetchone() \
             is not None
+
+    def notes_matching(self, match: str, limit: int) -> int:
+        """How many notes hold a chunk the FTS expression matches, counted up to ``limit``: a
+        common word stops early, a rare one reads its few rows."""
+        return int(self._conn().execute(
+            "SELECT count(*) FROM (SELECT DISTINCT c.path FROM chunks_fts JOIN chunks c "
+            "ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? LIMIT ?)",
+            (match, limit)).fetchone()[0])
 
     def phrase_holders(self, match: str, ids: Iterable[str], scan: int = 2000) -> set[str]:
         """Which of the chunks ``ids`` the FTS expression matches, at a cost bounded by the

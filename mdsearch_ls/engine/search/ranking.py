@@ -11,9 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
 
 from mdsearch_ls.config import FUSIONS, Settings
 from mdsearch_ls.engine.locations import ChunkRecord
+
+if TYPE_CHECKING:
+    from mdsearch_ls.engine.search.note_lookups import Name
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,19 @@ class RankingParams:
     title_weight: float = 1.0
     """In rrf fusion the named notes are a third ranked list (longer names first) of this
     weight."""
+    name_semantic_rank: int = 3
+    """A name or a word? In a question, a note named by one word ("rerun tests every time I
+    save a file" names nushell's reference page ``save``; issue 57's site names its ``year``
+    and ``page`` pages in every other question) is rewarded only if the semantic list also
+    ranks one of its sections among this many first, or if the word is rare in the vault
+    (``name_rare_share``). A name of two or more content words, one the query writes as a
+    name (a code span, quotes, capitals past the first word, the whole query) and any name in
+    a query that reads as an exact term are rewarded as before. 0: every named note is
+    rewarded (the rule before issue 57). Measured in benchmarks/README.md (issue 57)."""
+    name_rare_share: float = 0.05
+    """A one-word name counts as a name when at most this share of the vault's notes hold the
+    word: tldr's command names (``find`` 2 %, ``xargs``) are rare in its prose, an API
+    reference's everyday words are not (nushell's ``table`` 36 %, ``error`` 9 %)."""
     phrase_mode: str = "prefer"
     """What a phrase typed in quotes is: "prefer" (every section is searched, those holding it
     gain ``phrase_boost``) or "require" (only sections holding it are searched, as a phrase
@@ -71,8 +88,20 @@ class RankingParams:
     is close to a query by accident, so a broad reference page (a CLI manual, every setting)
     outranked the short page about the one thing asked."""
     long_note_free_chunks: int = 4
-    """Notes up to this many chunks pay no long-note penalty (nearly every tldr page, most
-    notes of a small vault)."""
+    """Notes up to this many chunks (sections, see ``long_note_by``) pay no long-note penalty
+    (nearly every tldr page, most notes of a small vault)."""
+    long_note_by: str = "sections"
+    """What makes a note long for the penalty: its "sections" (headings' spans) or its
+    "chunks" (the rule before issue 57). A reference page of 160 one-line sections has 160
+    chances that one is close to a query by accident; a book chapter whose 20 sections are
+    cut into 60 chunks has 20, and it is the answer to many questions about its subject
+    (nushell's book: 60 chunks in 27 sections for Configuration)."""
+    short_floor: float = 0.75
+    """Convex fusion scales the BM25 of a section shorter than this x the median length (in
+    words) of the pool's keyword hits as if it had that length, for a hit of one term: BM25's
+    length normalisation lifts a one-paragraph reference page that holds one common word of a
+    question up to 1.7 x the same hit in a section of ordinary length, enough to outrank the
+    section that answers in other words. 0: off."""
     title_column_weight: float = 4.0
     """BM25 weight of the FTS title column (section title, heading path, note title and
     aliases) against the body column's 1."""
@@ -103,6 +132,11 @@ class RankingParams:
             raise ValueError("long_note_penalty must be >= 0, long_note_free_chunks >= 1")
         if self.title_column_weight <= 0:
             raise ValueError("title_column_weight must be > 0")
+        if self.long_note_by not in ("sections", "chunks"):
+            raise ValueError(f"long_note_by: expected sections or chunks, got "
+                             f"{self.long_note_by!r}")
+        if self.short_floor < 0 or self.name_semantic_rank < 0 or self.name_rare_share < 0:
+            raise ValueError("short_floor, name_semantic_rank and name_rare_share must be >= 0")
 
     def pool(self, k: int) -> int:
         """How many candidates to take from each list to fill ``k`` hits when the ranked pool
@@ -136,7 +170,8 @@ class Candidate:
     """The share of the required phrases the chunk holds, when no section held them all and
     they were dropped: the chunks holding more of them rank first."""
     note_chunks: int = 1
-    """How many chunks the candidate's note has (for the long-note penalty)."""
+    """How long the candidate's note is, in the unit of ``RankingParams.long_note_by`` (for the
+    long-note penalty)."""
 
 
 def boilerplate_weight(n_files: int) -> float:
@@ -165,7 +200,7 @@ def looks_exact(text: str) -> bool:
 
 
 def long_note_penalty(chunks: int, params: RankingParams) -> float:
-    """What a section of a note of ``chunks`` chunks loses in convex fusion."""
+    """What a section of a note of ``chunks`` chunks (or sections) loses in convex fusion."""
     if chunks <= params.long_note_free_chunks:
         return 0.0
     return params.long_note_penalty * math.log(chunks / params.long_note_free_chunks)
@@ -200,12 +235,32 @@ def convex(cands: Sequence[Candidate], params: RankingParams, *, exact: bool = F
     alpha = params.exact_alpha if exact else params.convex_alpha
     sc = scale or convex_scale(cands, params)
     lo, hi, best = sc.lo, sc.hi, sc.best
+    floor = 0.0
+    if params.short_floor:
+        lengths = sorted(_words(c) for c in cands if c.bm25)
+        floor = params.short_floor * lengths[len(lengths) // 2] if lengths else 0.0
     out = []
     for c in cands:
         dense = ((c.cosine or lo) - lo) / (hi - lo) if hi > lo else 0.0
         sparse = (c.bm25 or 0.0) / best
+        if c.bm25 and floor:
+            sparse *= short_section_factor(_words(c), floor)
         out.append(alpha * dense + (1.0 - alpha) * sparse)
     return out
+
+
+def _words(c: Candidate) -> int:
+    return len(c.chunk.text.split())
+
+
+def short_section_factor(length: int, floor: float, k1: float = 1.2, b: float = 0.75) -> float:
+    """BM25 of one hit in a section of ``floor`` words over the same hit in one of ``length``
+    (1 from ``floor`` on). BM25 divides a hit by ``1 + k1 (1 - b + b len / avg)``; taking
+    ``floor`` as the average, a section of ``floor`` words has 1 + k1 there, a shorter one
+    less (at least 1 + k1 (1 - b)): this is that ratio, FTS5's k1 and b."""
+    if length >= floor:
+        return 1.0
+    return (1.0 + k1 * (1.0 - b + b * length / floor)) / (1.0 + k1)
 
 
 def rrf(cands: Sequence[Candidate], params: RankingParams) -> list[float]:
@@ -221,19 +276,33 @@ def rrf(cands: Sequence[Candidate], params: RankingParams) -> list[float]:
     return out
 
 
+def names_not_words(cands: Sequence[Candidate], named: Mapping[str, Name], query: str,
+                    params: RankingParams) -> set[str]:
+    """The named notes that are named, not merely mentioned by a word of a question (see
+    ``RankingParams.name_semantic_rank``)."""
+    if not params.name_semantic_rank or looks_exact(query):
+        return set(named)
+    near = {c.chunk.path for c in cands
+            if c.semantic_rank is not None and c.semantic_rank <= params.name_semantic_rank}
+    return {p for p, n in named.items() if n.words >= 2 or n.written or n.rare or p in near}
+
+
 def named_rewards(
     cands: Sequence[Candidate],
     fused: Sequence[float],
-    named: Mapping[str, int],
+    named: Mapping[str, Name],
     fusion: str,
     params: RankingParams,
+    query: str = "",
 ) -> dict[int, float]:
     """What the named-note signal adds, by candidate index: only to each named note's best
     section (by ``fused``, then cosine), so a note named by a common word ("Search") does not
-    fill the list with all its sections; they still have to earn their places.
+    fill the list with all its sections; they still have to earn their places. Only notes
+    named by a name get it (:func:`names_not_words`).
 
-    ``named`` maps each note the query names to the word count of its longest name named.
+    ``named`` maps each note the query names to how it names it.
     """
+    named = {p: named[p] for p in names_not_words(cands, named, query, params)}
     best: dict[str, int] = {}
     for i, c in enumerate(cands):
         b = best.get(c.chunk.path)
@@ -243,7 +312,7 @@ def named_rewards(
             best[c.chunk.path] = i
     if fusion == "convex":
         return {i: params.title_boost * cands[i].weight for i in best.values()}
-    order = sorted(named, key=lambda p: (-named[p], -(cands[best[p]].cosine or -1.0), p))
+    order = sorted(named, key=lambda p: (-named[p].words, -(cands[best[p]].cosine or -1.0), p))
     return {
         best[path]: params.title_weight * cands[best[path]].weight / (params.rrf_k + rank)
         for rank, path in enumerate(order, start=1)
@@ -255,7 +324,7 @@ def rank(
     *,
     mode: str,
     fusion: str,
-    named: Mapping[str, int],
+    named: Mapping[str, Name],
     params: RankingParams,
     query: str = "",
     scale: Scale | None = None,
@@ -284,7 +353,8 @@ def rank(
     for i, c in enumerate(cands):
         if c.phrase_share:
             fused[i] += params.phrase_boost * c.phrase_share * c.weight * scale
-    rewards = named_rewards(cands, fused, named, fusion, params) if hybrid and named else {}
+    rewards = (named_rewards(cands, fused, named, fusion, params, query) if hybrid and named
+               else {})
     for i, extra in rewards.items():
         fused[i] += extra
     ranked = [replace(c, fused=f, named=i in rewards) for i, (c, f) in enumerate(zip(

@@ -92,10 +92,6 @@ class Searcher:
         """Notes passing the file-level filters, or None when there are none (all pass)."""
         return self.notes.allowed_paths(filters)
 
-    def named_notes(self, text: str, paths: Iterable[str]) -> dict[str, int]:
-        """Notes among ``paths`` whose title or an alias the query names in full."""
-        return self.notes.named_notes(text, paths)
-
     # -- search --
 
     def search(
@@ -276,8 +272,8 @@ class Searcher:
         """The candidates' per-chunk evidence filled in (boilerplate weight, phrases, note size,
         named notes), then ranked on ``scale``."""
         boiler = self.manifest.body_file_counts(c.chunk.body_hash for c in cands)
-        sizes = (self.notes.chunk_counts({c.chunk.path for c in cands}) if mode == "hybrid"
-                 else {})
+        paths = {c.chunk.path for c in cands}
+        sizes = self.notes.note_sizes(paths, params.long_note_by) if mode == "hybrid" else {}
         for held in (prefer, dropped):
             if held is not None:
                 held.fill(c.chunk.id for c in cands)
@@ -288,7 +284,9 @@ class Searcher:
             if dropped is not None:
                 c.required_share = dropped.share(c.chunk.id)
             c.note_chunks = sizes.get(c.chunk.path, 1)
-        named = self.named_notes(text, {c.chunk.path for c in cands}) if mode == "hybrid" else {}
+        quoted = [p for held in (prefer, dropped) if held is not None for p in held.phrases]
+        named = (self.notes.named_notes(text, paths, quoted, params.name_rare_share)
+                 if mode == "hybrid" else {})
         return ranking.rank(cands, mode=mode, fusion=fusion, named=named, params=params,
                             query=text, scale=scale)
 
