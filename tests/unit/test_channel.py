@@ -197,6 +197,32 @@ def test_a_client_gone_mid_answer_costs_nothing(tmp_path: Path) -> None:
         srv.close()
 
 
+def test_the_request_that_stops_a_holder_still_gets_its_answer(tmp_path: Path) -> None:
+    """``Leave`` of a background process's last folder, or ``Stop``: the holder closes its
+    endpoint while that very answer is on its way, and the asker reads it."""
+    stopping = threading.Event()
+
+    def handler(request: dict[str, Any], reply: Any) -> dict[str, Any]:
+        stopping.set()  # the process's main thread now closes the endpoint
+        closed.wait(10)  # and the answer is sent once it has begun to
+        return {"type": "answer", "body": "done"}
+
+    closed = threading.Event()
+    srv = Server(handler, tmp_path / "run", "server")
+    client = Client(srv.endpoint)
+    asked: list[Any] = []
+    asking = threading.Thread(target=lambda: asked.append(client.ask({"type": "stop"})))
+    asking.start()
+    assert stopping.wait(10)
+    closing = threading.Thread(target=srv.close)
+    closing.start()
+    closed.set()
+    asking.join(10)
+    closing.join(10)
+    client.close()
+    assert asked and asked[0]["body"] == "done"
+
+
 def test_the_record_is_the_users_alone(server: Server, tmp_path: Path) -> None:
     record = tmp_path / "holder.json"
     server.endpoint.save(record)

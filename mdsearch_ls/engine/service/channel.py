@@ -57,6 +57,8 @@ IDLE_S = 300.0
 """A connection that sends nothing for this long is closed (a client keeps a few open)."""
 MAX_CONNECTIONS = 64
 """Connections served at once; more are closed at once (one user's processes need a few)."""
+CLOSE_WAIT_S = 5.0
+"""How long a closing endpoint waits for the answers it is sending."""
 UNIX_PATH_MAX = 100
 """Longest socket path used (Linux takes 107 bytes, macOS 103): past it, loopback TCP."""
 
@@ -203,9 +205,10 @@ class Server:
         self._key = key
         self.endpoint = Endpoint(family, self._listener.address, key.hex(), os.getpid(), role)
         self._open = 0
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._closed = False
         self._conns: set[Any] = set()
+        self._busy: set[Any] = set()  # connections between a request and its answer
         self._quiet = _Quiet()
         threading.Thread(target=self._accept, name="mdsearch-channel", daemon=True).start()
 
@@ -255,20 +258,31 @@ class Server:
         def reply(message: dict[str, Any]) -> None:
             conn.send_bytes(json.dumps(message, ensure_ascii=False).encode())
 
+        with self._lock:
+            self._busy.add(conn)
         try:
-            request = json.loads(raw)
-        except ValueError as exc:
-            request = {"bad": f"not JSON: {exc}"}
-        answer = self.handler(request if isinstance(request, dict) else
-                              {"bad": "not a JSON object"}, reply)
-        reply(answer)
+            try:
+                request = json.loads(raw)
+            except ValueError as exc:
+                request = {"bad": f"not JSON: {exc}"}
+            answer = self.handler(request if isinstance(request, dict) else
+                                  {"bad": "not a JSON object"}, reply)
+            reply(answer)
+        finally:
+            with self._lock:
+                self._busy.discard(conn)
+                self._lock.notify_all()
 
     def close(self) -> None:
-        """Stop accepting and close every connection (a client then looks again for a holder)."""
+        """Stop accepting and close every connection (a client then looks again for a holder).
+        A request being answered gets :data:`CLOSE_WAIT_S` to send its answer first: the one
+        that asked this process to stop (``Stop``, or ``Leave`` of its last folder) is among
+        them, and its asker should read "done", not a dropped connection."""
         self._closed = True
         with contextlib.suppress(OSError):
             self._listener.close()
         with self._lock:
+            self._lock.wait_for(lambda: not self._busy, CLOSE_WAIT_S)
             conns = list(self._conns)
         for conn in conns:
             with contextlib.suppress(OSError):

@@ -91,6 +91,9 @@ def stop_background(root: Path | None = None) -> int | None:
     try:
         request = m.Stop() if root is None else m.Leave(str(Path(root).resolve()))
         done = bg.ask(request, bool, timeout=120.0)
+    except ChannelError as exc:
+        raise m.HolderError(f"the background process (pid {bg.pid}) did not answer: {exc}; "
+                          f"it stops with SIGTERM too") from None
     finally:
         bg.close()
     return bg.pid if done else None
