@@ -34,6 +34,10 @@ STEP_MS = 30
 events within a millisecond or two)..."""
 DEBOUNCE_MS = 800
 """... or this long after its first event, whatever keeps coming (a long sync)."""
+READY_MS = 1000
+"""``watchfiles`` says nothing when its watch is in place; its first quiet spell of this long
+does (``watching`` is true from then on), and it wakes the thread this often, a few
+microseconds of Python each time."""
 
 
 class Watcher:
@@ -69,16 +73,17 @@ class Watcher:
 
     @property
     def watching(self) -> bool:
-        """Whether changes on disk in some folder are being watched."""
+        """Whether changes on disk in some folder are being watched (its watch in place)."""
         return bool(self._watched) and self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
+        created: list[Path] = []  # folders made since the last watch began: looked at again
         while not self._stop.is_set():
             self._restart.clear()
             with self._lock:
                 roots = sorted(self._roots)
             folders = self._folders_to_watch(roots)
-            self._watched = set(folders)
+            self._watched = set()
             if not folders:
                 self._restart.wait()
                 continue
@@ -87,14 +92,30 @@ class Watcher:
                         *folders, stop_event=_Either(self._stop, self._restart),
                         watch_filter=None, recursive=False, step=STEP_MS,
                         debounce=DEBOUNCE_MS, raise_interrupt=False,
-                        ignore_permission_denied=True):
-                    if self._handle(batch):
+                        ignore_permission_denied=True, rust_timeout=READY_MS,
+                        yield_on_timeout=True):
+                    if not batch:  # quiet for READY_MS: the watch is in place
+                        if not self._watched:
+                            self._watched = set(folders)
+                            self._look_again(created)
+                            created = []
+                        continue
+                    if self._handle(batch, created):
                         break  # a folder was created or removed: watch the new set
             except Exception as exc:  # a folder gone while being added, a watch limit
                 log.warning("watching %s for changes failed (%s); watching again",
                             ", ".join(map(str, roots)), exc)
                 if self._stop.wait(1.0):
                     return
+
+    def _look_again(self, created: list[Path]) -> None:
+        """Notes written in a folder between its creation and its watch (``mkdir -p a/b``
+        then a save, a sync) have no event of their own: the folder is queued once more."""
+        if created:
+            try:
+                self.folders.changed_all([(p, p.exists()) for p in created])
+            except Exception:
+                log.exception("could not queue changed notes")
 
     def _folders_to_watch(self, roots: list[Path]) -> list[str]:
         """Each root and every real folder below it that the index's rules would look in."""
@@ -117,10 +138,12 @@ class Watcher:
                     continue
         return out
 
-    def _handle(self, batch: set[tuple[watchfiles.Change, str]]) -> bool:
-        """Queue what a batch changed; True when a folder came or went (watch anew)."""
+    def _handle(self, batch: set[tuple[watchfiles.Change, str]], created: list[Path]) -> bool:
+        """Queue what a batch changed; True when a folder came or went (watch anew), the
+        folders that came added to ``created``."""
         paths = sorted({Path(p) for _change, p in batch})
         events = [(p, p.exists()) for p in paths]
+        created.extend(p for p, exists in events if exists and p.is_dir())
         log.debug("changes on disk: %s", ", ".join(str(p) for p, _ in events))
         try:
             self.folders.changed_all(events)
