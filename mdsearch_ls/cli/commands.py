@@ -56,6 +56,7 @@ from mdsearch_ls.engine.api import (
     create_embedder,
     find_index_root,
     has_index,
+    index_formats,
 )
 
 # ---- which index, reached how -------------------------------------------------------------------
@@ -115,7 +116,14 @@ class _Session:
             _note(self.args, text.removeprefix("mdsearch: "))
 
     def open(self, root: Path) -> IndexedFolder:
-        """The folder of ``root``, its index held here or by the process that answers for it."""
+        """The folder of ``root``, its index held here or by the process that answers for it.
+        Without ``--include-formats``, with the formats the index was last built with: a search
+        must not drop the PDFs that ``mdsearch index --include-formats pdf`` put in
+        (``--include-formats none`` turns them off)."""
+        if getattr(self.args, "include_formats", None) is None:
+            kept = index_formats(root, self.settings)
+            if kept and kept != self.settings.include_formats:
+                self.settings = dataclasses.replace(self.settings, include_formats=kept)
         folder = self.folders.add(root, self.settings, given=given_index_settings(self.args))
         if folder is None:
             raise FileNotFoundError(f"notes folder not found: {root}")

@@ -78,6 +78,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "document_format": ("mdsearch_ls.engine.locations", "document_format"),
     "find_index_root": ("mdsearch_ls.engine.index.layout", "find_index_root"),
     "has_index": ("mdsearch_ls.engine.index.layout", "has_index"),
+    "index_formats": ("mdsearch_ls.engine.index.layout", "index_formats"),
     "heading_at": ("mdsearch_ls.engine.notes.outline", "heading_at"),
     "index_dir_of": ("mdsearch_ls.engine.index.layout", "index_dir_of"),
     "is_note_name": ("mdsearch_ls.engine.notes.files", "is_note_name"),

@@ -69,7 +69,7 @@ def test_open_with_no_editor_set_falls_back_to_vi(indexed_vault: IndexedVault,
     res = run_cli("search", "what do we do when more than 5% of requests fail", "--open", "1",
                   cwd=indexed_vault.vault, cache=indexed_vault.cache, env=env)
     assert res.returncode == 0, res.stderr
-    line, path = (tmp_path / "opened").read_text(encoding="utf-8").split()
+    line, path = (tmp_path / "opened").read_text(encoding="utf-8").rstrip("\n").split(" ", 1)
     assert line.startswith("+") and Path(path).name == "Crisis management and escalation.md"
 
 
