@@ -124,6 +124,8 @@ FOLDER_STATUS_FIELDS: dict[str, tuple[str, str]] = {
     "chunks": ("number", "sections in the index"),
     "model": ("string", "the embedding model's name"),
     "index_dir": ("string | null", "where the index lives (outside the notes)"),
+    "vectors": ("string | null", "where its vectors live: the index folder's Chroma, or a "
+                "Chroma server's URL and collection"),
     "queue": ("number", "changes waiting for the writer"),
     "state": ("FolderState", "where the folder is in its life"),
     "last_error": ("string | null", "why it failed, when it did"),

@@ -159,7 +159,8 @@ class IndexedFolder:
         if self.ws is not None or self.remote is not None or self.closed:
             return
         try:
-            refuse_broad_root(self.root, self.settings)
+            if self.hooks.role != "command":  # (a command asked its person for --yes first)
+                refuse_broad_root(self.root, self.settings)
             deadline = time.monotonic() + LOCKED_WAIT_S
             while self.ws is None and self.remote is None:
                 if self._ask_holder() or self._hold():
@@ -534,7 +535,8 @@ class IndexedFolder:
             "root": str(self.root), "name": self.name,
             "files": info.get("files", 0), "chunks": info.get("chunks", 0),
             "model": self.embedder.name, "index_dir": info.get("index_dir"),
-            "queue": self.queue_length, "state": self.state, "last_error": self.last_error,
+            "vectors": info.get("vectors"), "queue": self.queue_length, "state": self.state,
+            "last_error": self.last_error,
             "last_update": info.get("last_update"), "read_only": False,
             "held_by": {"pid": os.getpid(), "role": self.hooks.role} if held else None,
             "index": self.index_state().to_json(),

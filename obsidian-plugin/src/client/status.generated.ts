@@ -37,6 +37,8 @@ export interface FolderStatusFields {
   model: string;
   /** Where the index lives (outside the notes). */
   index_dir: string | null;
+  /** Where its vectors live: the index folder's Chroma, or a Chroma server's URL and collection. */
+  vectors: string | null;
   /** Changes waiting for the writer. */
   queue: number;
   /** Where the folder is in its life. */
