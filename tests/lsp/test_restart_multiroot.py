@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from lsprotocol import types
 
 from .conftest import copy_vault, start_server
-from .test_sync import save, wait_paths
 
 pytestmark = pytest.mark.slow
 
@@ -73,30 +70,5 @@ async def test_warm_start_then_multi_root(tmp_path) -> None:
 
         await server.wait_for(dropped, timeout=20)
         assert await server.search("frobnitz", mode="keyword") == []
-    finally:
-        await server.stop()
-
-
-async def test_a_warm_start_answers_without_opening_chroma_until_a_save(tmp_path) -> None:
-    """An editor reopened on an indexed vault: the server's first answers (a look for changes,
-    a workspace symbol) read the vector snapshot and never load Chroma, whose import alone
-    took 0.6 s of the first answer at 96k chunks; the first save opens it and is found."""
-    cache = tmp_path / "cache"
-    vault = copy_vault(tmp_path / "notes")
-    server = await start_server([vault], cache)
-    try:
-        await server.wait_ready()
-    finally:
-        await server.stop()
-
-    server = await start_server([vault], cache)
-    try:
-        await server.wait_ready()
-        assert await server.symbols("how do we roll back a bad release")
-        maps = Path(f"/proc/{server.client._server.pid}/maps")  # type: ignore[union-attr]
-        assert "chromadb_rust_bindings" not in maps.read_text()
-        save(server, vault / "garden.md", "# Garden\n\nThe quarxle hedge needs trimming.\n")
-        await wait_paths(server, "quarxle", {"garden.md"})
-        assert "chromadb_rust_bindings" in maps.read_text()
     finally:
         await server.stop()

@@ -26,7 +26,8 @@ from mdsearch_ls.cli.parser import build_parser
 REPO = Path(__file__).resolve().parents[2]
 SERVER_JSON = json.loads((REPO / "server.json").read_text())
 SCHEMA = json.loads(Path(__file__).with_name("registry-server.schema.json").read_text())
-PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+PROJECT = PYPROJECT["project"]
 VAULT = REPO / "tests" / "fixtures" / "lsp-vault"
 (PACKAGE,) = SERVER_JSON["packages"]
 
@@ -34,7 +35,7 @@ VAULT = REPO / "tests" / "fixtures" / "lsp-vault"
 def mcp_parser() -> argparse.ArgumentParser:
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return sub.choices["mcp"].filled()
+    return sub.choices["mcp"]
 
 
 def client_command(folder: Path) -> list[str]:
@@ -63,7 +64,8 @@ def test_the_package_and_its_version() -> None:
 
 def test_the_registry_can_verify_the_package_is_ours() -> None:
     """The registry looks for ``mcp-name: NAME`` in the package's description on PyPI."""
-    readme = (REPO / PROJECT["readme"]).read_text()
+    (fragment,) = PYPROJECT["tool"]["hatch"]["metadata"]["hooks"]["fancy-pypi-readme"]["fragments"]
+    readme = (REPO / fragment["path"]).read_text()
     assert f"mcp-name: {SERVER_JSON['name']}" in readme
 
 
