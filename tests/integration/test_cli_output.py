@@ -269,7 +269,7 @@ def test_min_score_drops_weaker_hits(indexed_vault: IndexedVault) -> None:
             _json(run_cli(*q, "--min-score", str(floor), cache=cache, cwd=vault))["results"]]
     assert kept == [s for s in every if s >= floor] and 0 < len(kept) < len(every)
     bad = run_cli(*q, "--min-score", "3", cache=cache, cwd=vault)
-    assert bad.returncode == 2 and "min_score" in bad.stderr
+    assert bad.returncode == 2 and "--min-score" in bad.stderr
 
 
 def _recorder(folder: Path, name: str) -> tuple[Path, Path]:
@@ -303,7 +303,10 @@ def test_open_starts_the_editor_at_the_hit(indexed_vault: IndexedVault, tmp_path
                                                   f"{hits[0]['file']}:{hits[0]['line']}"]
     res = run_cli(*q, "--open", "9", cache=cache, cwd=vault, env={"EDITOR": str(editor)})
     assert res.returncode == 2 and "--open 9: there are 3 hits" in res.stderr
-    res = run_cli(*q, "--open", "1", cache=cache, cwd=vault, env={"EDITOR": "", "VISUAL": ""})
+    nothing = tmp_path / "no-editors"  # neither variable set, and no vi to fall back to
+    nothing.mkdir()
+    res = run_cli(*q, "--open", "1", cache=cache, cwd=vault,
+                  env={"EDITOR": "", "VISUAL": "", "PATH": str(nothing)})
     assert res.returncode == 2 and "$EDITOR" in res.stderr
 
 
@@ -381,7 +384,7 @@ def test_json_says_when_the_index_is_still_being_built(
     tmp_path: Path, real_embedder: object
 ) -> None:
     from mdsearch_ls.config import Settings
-    from mdsearch_ls.engine.workspace import Workspace
+    from mdsearch_ls.engine.api import Folders
 
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -391,11 +394,17 @@ def test_json_says_when_the_index_is_still_being_built(
     cache = tmp_path / "cache"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MDSEARCH_CACHE_DIR", str(cache))
-        with Workspace.open(notes, Settings(), embedder=real_embedder) as writer:  # type: ignore[arg-type]
-            writer.index()
-            writer._record_state("building", 1, 3)  # as another process mid-way would
-            res = run_cli("search", "orchards", "--mode", "keyword", "--json", cache=cache,
-                          cwd=notes)
+        holder = Folders(Settings(), embedder=real_embedder, watch=False)  # type: ignore[arg-type]
+        try:
+            folder = holder.add(notes, Settings())
+            assert folder is not None
+            folder.start_index().result(timeout=300)
+            folder.ws._record_state("building", 1, 3)  # as a holder mid-way through a build
+            folder.ws._indexing = True
+            res = run_cli("search", "orchards", "--mode", "keyword", "--json", "--no-update",
+                          cache=cache, cwd=notes)
+        finally:
+            holder.close(timeout=30)
     out = _json(res)
     assert out["index"] == {"state": "building", "files_done": 1, "files_total": 3}
     assert "still being built (1 of 3 notes so far)" in res.stderr
