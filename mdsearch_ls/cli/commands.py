@@ -57,6 +57,7 @@ from mdsearch_ls.engine.api import (
     find_index_root,
     has_index,
     index_formats,
+    not_indexed_reason,
 )
 
 # ---- which index, reached how -------------------------------------------------------------------
@@ -94,10 +95,10 @@ def _confirm_first_index(args: argparse.Namespace, root: Path, settings: Setting
                      f"index it anyway")
 
 
-def _never_indexed(root: Path) -> None:
+def _never_indexed(root: Path, settings: Settings) -> None:
     """A read of a folder never indexed (``status``, ``search --no-update``): a read never
     creates an index, so it says how to make one instead."""
-    raise UsageError(f"{root} is not indexed yet: run `mdsearch index {root}`")
+    raise UsageError(not_indexed_reason(root, settings))
 
 
 class _Session:
@@ -307,7 +308,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     root = _find_root(args, settings)
     first = not has_index(root, settings)
     if first and args.no_update:
-        _never_indexed(root)
+        _never_indexed(root, settings)
     if first:
         _confirm_first_index(args, root, settings)
     with _Session(args, settings, ask_background=not first) as session:
@@ -410,7 +411,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     settings = _settings(args)
     root = _find_root(args, settings)
     if not has_index(root, settings):
-        _never_indexed(root)
+        _never_indexed(root, settings)
     with _Session(args, settings, ask_background=False) as session:
         info = session.open(root).status()
     held = info.get("held_by")

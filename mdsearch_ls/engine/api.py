@@ -79,6 +79,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "find_index_root": ("mdsearch_ls.engine.index.layout", "find_index_root"),
     "has_index": ("mdsearch_ls.engine.index.layout", "has_index"),
     "index_formats": ("mdsearch_ls.engine.index.layout", "index_formats"),
+    "not_indexed_reason": ("mdsearch_ls.engine.index.layout", "not_indexed_reason"),
     "heading_at": ("mdsearch_ls.engine.notes.outline", "heading_at"),
     "index_dir_of": ("mdsearch_ls.engine.index.layout", "index_dir_of"),
     "is_note_name": ("mdsearch_ls.engine.notes.files", "is_note_name"),

@@ -247,6 +247,11 @@ def test_where_no_unix_socket_fits_loopback_tcp_carries_it(
         assert Client(srv.endpoint).ask({"body": "over tcp"})["body"] == "over tcp"
         with pytest.raises(mpc.AuthenticationError):  # the port alone lets nobody in
             mpc.Client(tuple(srv.endpoint.address), "AF_INET", authkey=b"guess")
+        record = tmp_path / "holder.json"  # and its record goes with it, as a socket's does
+        srv.endpoint.save(record)
+        assert Endpoint.load(record) == srv.endpoint
+        srv.endpoint.forget(record)
+        assert not record.exists()
     finally:
         srv.close()
 

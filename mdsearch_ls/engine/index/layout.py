@@ -129,6 +129,21 @@ def has_index(root: Path | str, settings: Settings, index_dir: Path | str | None
     return (idx / f"{space_name(settings)}.sqlite3").is_file()
 
 
+def not_indexed_reason(root: Path | str, settings: Settings) -> str:
+    """What to tell a person whose read found no index of ``root`` for these settings: how to
+    make one, and which models it is indexed with when only another model's index is there
+    (each model has an index of its own)."""
+    idx = index_dir_of(root, settings)
+    want = space_model_name(settings)
+    others = sorted({m for f in idx.glob("*.sqlite3") if f.stem != space_name(settings)
+                     if (m := recorded_model(f)) and m != want})
+    if others:
+        return (f"{root} is indexed with {', '.join(others)}, not with {want} (each model has "
+                f"an index of its own): run `mdsearch index {root}` with the same model setting "
+                f"to build it")
+    return f"{root} is not indexed yet: run `mdsearch index {root}`"
+
+
 def space_name(settings: Settings) -> str:
     """Collection name for one embedding space: changing model or chunking starts a new one
     (and so does the int8 backend, whose vectors differ: ``space_model_name``)."""

@@ -96,7 +96,9 @@ class Endpoint:
         """The record at ``path``; None when there is none or it is not one."""
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-            return cls(family=str(raw["family"]), address=raw["address"], key=str(raw["key"]),
+            address = raw["address"]  # JSON has no tuples: a TCP address comes back a list
+            address = tuple(address) if isinstance(address, list) else address
+            return cls(family=str(raw["family"]), address=address, key=str(raw["key"]),
                        pid=int(raw["pid"]), role=str(raw["role"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None

@@ -343,8 +343,9 @@ class IndexedFolder:
         finally:
             self._looked.set()
         self.last_report = report
-        for w in report.warnings:
-            log.warning("%s: %s", self.name, w)
+        for w in report.warnings:  # (a command prints its report's warnings itself)
+            log.log(logging.INFO if self.hooks.role == "command" else logging.WARNING,
+                    "%s: %s", self.name, w)
         log.info("%s: %s", self.name, report.summary())
         self.state = FolderState.READY
         self.last_error = None
