@@ -1,9 +1,10 @@
 """The embedding queue of one index run: notes waiting for vectors, the batches that make
 them, and the files a run leaves out.
 
-Apart from :mod:`mdsearch_ls.engine.index.indexer` (which re-exports the public names) so that
-the writer's order of steps reads on its own; the rules of batching are explained on
-:class:`_Batches`.
+Apart from :mod:`mdsearch_ls.engine.index.indexer` so that the writer's order of steps reads on
+its own; the rules of batching are explained on :class:`_Batches`, which is given what it needs
+(the manifest, the model, and how to write the notes whose vectors are ready) rather than the
+indexer.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mdsearch_ls.engine.locations import ChunkRecord
 from mdsearch_ls.engine.notes import files as sources
 
 if TYPE_CHECKING:
-    from mdsearch_ls.engine.index.indexer import Indexer
+    from mdsearch_ls.engine.embedding import Embedder
     from mdsearch_ls.engine.index.manifest import Manifest
     from mdsearch_ls.engine.notes import chunking
 
@@ -96,9 +97,12 @@ class _Batches:
     :data:`BIG_BACKLOG`), so the rest of a vault is searchable long before one huge note is.
     """
 
-    def __init__(self, indexer: Indexer, report: IndexReport,
+    def __init__(self, manifest: Manifest, embedder: Embedder,
+                 write: Callable[[list[_Pending], IndexReport], None], report: IndexReport,
                  progress: Callable[[int], None], cancel: CancelFn | None) -> None:
-        self.indexer = indexer
+        self.manifest = manifest
+        self.embedder = embedder
+        self.write = write
         self.report = report
         self.progress = progress
         self.cancel = cancel
@@ -115,7 +119,7 @@ class _Batches:
         texts: dict[str, str] = {}
         for rec, ch in zip(p.records, p.note.chunks, strict=True):
             texts.setdefault(rec.embed_hash, ch.embed_text)
-        cached = self.indexer.manifest.vectors(texts)
+        cached = self.manifest.vectors(texts)
         new = [h for h in texts if h not in cached and h not in self.waiting]
         p.missing = {h for h in texts if h not in cached}
         for h in p.missing:
@@ -170,11 +174,11 @@ class _Batches:
     def _embed(self, batch: list[tuple[str, str]]) -> None:
         hashes = [h for h, _ in batch]
         t0 = time.perf_counter()
-        vectors = self.indexer.embedder.embed_documents([t for _, t in batch])  # type: ignore[attr-defined]
+        vectors = self.embedder.embed_documents([t for _, t in batch])  # type: ignore[attr-defined]
         rate = len(batch) / max(time.perf_counter() - t0, 1e-3)
         self.size = int(min(MAX_BATCH, max(MIN_BATCH, (self.size + rate * BATCH_SECONDS) / 2)))
         # Committed now: from here on a kill cannot cost this batch again.
-        self.indexer.manifest.put_vectors(dict(zip(hashes, vectors, strict=True)))
+        self.manifest.put_vectors(dict(zip(hashes, vectors, strict=True)))
         self.report.chunks_embedded += len(batch)
         for h in hashes:
             for p in self.waiting.pop(h, ()):
@@ -188,5 +192,5 @@ class _Batches:
 
     def _write(self) -> None:
         group, self.ready, self.ready_chunks = self.ready, [], 0
-        self.indexer._flush(group, self.report)
+        self.write(group, self.report)
         self.progress(len(group))

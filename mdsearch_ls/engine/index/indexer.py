@@ -319,7 +319,7 @@ class Indexer:
         # parses a note, and the parser is a sixth of a search process's start-up.
         from mdsearch_ls.engine.notes import chunking
 
-        batches = _Batches(self, report, tick, cancel)
+        batches = _Batches(self.manifest, self.embedder, self._flush, report, tick, cancel)
         cap = self.settings.max_chunks_per_file
         formats = self.settings.include_formats
         if formats:
