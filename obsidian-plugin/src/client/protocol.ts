@@ -170,6 +170,11 @@ function parseProgress(value: unknown): IndexProgress {
   return { state: oneOf<IndexPhase>(p.state, indexPhases, 'empty'), files_done: num(p.files_done), files_total: num(p.files_total) };
 }
 
+function parseHolder(v: unknown): { pid: number; role: string } | null {
+  if (!isRecord(v) || typeof v.pid !== 'number' || typeof v.role !== 'string') return null;
+  return { pid: v.pid, role: v.role };
+}
+
 function parseFolder(f: Record<string, unknown>): FolderStatus {
   const str = (v: unknown): string => (typeof v === 'string' ? v : '');
   const optStr = (v: unknown): string | null => (typeof v === 'string' ? v : null);
@@ -181,11 +186,13 @@ function parseFolder(f: Record<string, unknown>): FolderStatus {
     chunks: num(f.chunks),
     model: str(f.model),
     index_dir: optStr(f.index_dir),
+    vectors: optStr(f.vectors),
     queue: num(f.queue),
     state: oneOf(f.state, folderStates, 'starting'),
     last_error: optStr(f.last_error),
     last_update: optStr(f.last_update),
     read_only: f.read_only === true,
+    held_by: parseHolder(f.held_by),
     index: parseProgress(f.index),
   };
   if (typeof f.uri === 'string') out.uri = f.uri;
