@@ -18,11 +18,13 @@ const folder = (over: Partial<FolderStatus> = {}): FolderStatus => ({
   chunks: 1234,
   model: 'all-MiniLM-L6-v2',
   index_dir: '/home/me/.cache/mdsearch/abc',
+  vectors: '/home/me/.cache/mdsearch/abc/chroma',
   queue: 0,
   state: 'ready',
   last_error: null,
   last_update: '2025-01-01T10:00:00Z',
   read_only: false,
+  held_by: null,
   index: { state: 'ready', files_done: 0, files_total: 0 },
   ...over,
 });
@@ -105,8 +107,8 @@ describe('status from the wire', () => {
     assert.equal(parseStatus({ folders: [] }), undefined);
     const status = parseStatus({ state: 'ready', folders: [{ root: '/v' }] });
     assert.deepEqual(status?.folders[0], {
-      root: '/v', name: 'v', files: 0, chunks: 0, model: '', index_dir: null, queue: 0, state: 'starting', last_error: null,
-      last_update: null, read_only: false, index: { state: 'empty', files_done: 0, files_total: 0 },
+      root: '/v', name: 'v', files: 0, chunks: 0, model: '', index_dir: null, vectors: null, queue: 0, state: 'starting', last_error: null,
+      last_update: null, read_only: false, held_by: null, index: { state: 'empty', files_done: 0, files_total: 0 },
     });
   });
 
