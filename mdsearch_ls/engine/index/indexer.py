@@ -469,11 +469,15 @@ class Indexer:
 
     def _touch(self, old: FileRecord, src: sources.SourceFile) -> None:
         # Chroma's copy of the mtime first: a crash in between leaves the manifest's old mtime,
-        # so the next scan reads the note and touches it again.
-        moved = dataclasses.replace(old, mtime=src.mtime, size=src.size)
-        records = self.manifest.chunks_for(old.path)
-        self._writing_store()
-        self.store.update_metadata([r.id for r in records],
-                                   [chunk_metadata(r, moved) for r in records])
+        # so the next scan reads the note and touches it again. Only the change stamp moved
+        # (a copy, a chmod, an index made before the stamp was kept): Chroma holds no stamp,
+        # so it is not written; at 96k chunks a write per note made a holder's first look of
+        # such an index take minutes.
+        if (src.mtime, src.size) != (old.mtime, old.size):
+            moved = dataclasses.replace(old, mtime=src.mtime, size=src.size)
+            records = self.manifest.chunks_for(old.path)
+            self._writing_store()
+            self.store.update_metadata([r.id for r in records],
+                                       [chunk_metadata(r, moved) for r in records])
         self.manifest.touch(old.path, src.mtime, src.size, src.ctime)
         self._settled = True
