@@ -112,10 +112,13 @@ class Watcher:
         """Notes written in a folder between its creation and its watch (``mkdir -p a/b``
         then a save, a sync) have no event of their own: the folder is queued once more."""
         if created:
-            try:
-                self.folders.changed_all([(p, p.exists()) for p in created])
-            except Exception:
-                log.exception("could not queue changed notes")
+            self._queue([(p, p.exists()) for p in created])
+
+    def _queue(self, events: list[tuple[Path, bool]]) -> None:
+        try:
+            self.folders.changed_all(events)
+        except Exception:
+            log.exception("could not queue changed notes")
 
     def _folders_to_watch(self, roots: list[Path]) -> list[str]:
         """Each root and every real folder below it that the index's rules would look in."""
@@ -145,10 +148,7 @@ class Watcher:
         events = [(p, p.exists()) for p in paths]
         created.extend(p for p, exists in events if exists and p.is_dir())
         log.debug("changes on disk: %s", ", ".join(str(p) for p, _ in events))
-        try:
-            self.folders.changed_all(events)
-        except Exception:
-            log.exception("could not queue changed notes")
+        self._queue(events)
         return any((exists and p.is_dir()) or (not exists and str(p) in self._watched)
                    for p, exists in events)
 
