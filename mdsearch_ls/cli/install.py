@@ -17,7 +17,6 @@ last, so the extra is named on the uvx command line instead (``uvx --from``).
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import importlib.util
 import os
 import re
@@ -40,6 +39,10 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 def requirements(extra: str) -> list[str]:
     """The requirements the installed mdsearch-ls lists for ``extra`` (markers dropped)."""
+    # Imported here, not at the top: importlib.metadata (and the email package it reads
+    # metadata with) costs ~8 ms of CPU at import, in every command, for this one.
+    import importlib.metadata
+
     try:
         listed = importlib.metadata.requires(DIST) or []
     except importlib.metadata.PackageNotFoundError:

@@ -86,6 +86,20 @@ class Location:
         }
 
 
+@dataclass(frozen=True)
+class Section:
+    """The lines from one heading to the next heading of any level (``text``: as written,
+    comments blanked). Here, not with the chunker that makes it, because a related-sections
+    answer carries one, and a process that only reads answers never parses a note."""
+
+    title: str
+    level: int
+    breadcrumb: tuple[str, ...]
+    start_line: int
+    end_line: int
+    text: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class ChunkRecord(Location):
     """One indexed chunk: where it is, what it says, and the hashes that key its vector."""

@@ -13,7 +13,7 @@ import bisect
 from dataclasses import dataclass
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.locations import Location
+from mdsearch_ls.engine.locations import Location, Section
 from mdsearch_ls.engine.notes import links as link_syntax
 from mdsearch_ls.engine.notes import obsidian, splitting
 from mdsearch_ls.engine.notes.outline import (
@@ -31,7 +31,6 @@ __all__ = [
     "Chunk",
     "NoteMeta",
     "ParsedNote",
-    "Section",
     "normalize_obsidian",
     "parse_note",
     "section_at_line",
@@ -45,19 +44,6 @@ class NoteMeta:
     title: str
     tags: tuple[str, ...]
     aliases: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Section:
-    """The lines from one heading to the next heading of any level (``text``: as written,
-    comments blanked)."""
-
-    title: str
-    level: int
-    breadcrumb: tuple[str, ...]
-    start_line: int
-    end_line: int
-    text: str
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,9 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Protocol
-
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING, Protocol
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.locations import change_stamp
@@ -30,6 +28,9 @@ from mdsearch_ls.engine.notes.decoding import (
     read_source,
 )
 from mdsearch_ls.engine.notes.formats import format_of, oversize
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 __all__ = [
     "DEFAULT_EXCLUDES", "HIDDEN_DIRS", "MARKDOWN_SUFFIXES", "ReadResult", "SkipFn",
@@ -162,6 +163,10 @@ class SourceFilter:
         self.root = Path(os.path.normpath(Path(root).expanduser().absolute()))
         self.formats = tuple(formats)
         self._real_root = _realpath(self.root) or str(self.root)
+        # Imported here, not at the top: pathspec costs ~30 ms of CPU at import (its pattern
+        # backends), a sixth of a CLI search that a holder answers, which never walks notes.
+        from pathspec import GitIgnoreSpec
+
         self._include = GitIgnoreSpec.from_lines(include) if include else None
         self._exclude = GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *exclude])
         self._hidden = GitIgnoreSpec.from_lines([HIDDEN_DIRS, *exclude])
@@ -211,7 +216,7 @@ class SourceFilter:
             raw = None
         if raw is not None:
             lines = raw.decode("utf-8", errors="replace").splitlines()
-            spec = GitIgnoreSpec.from_lines(lines)
+            spec = type(self._exclude).from_lines(lines)
         self._gitignores[dir_rel] = spec
         return spec
 

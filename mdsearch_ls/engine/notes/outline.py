@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
@@ -32,7 +31,6 @@ _MD_BLOCK = MarkdownIt("commonmark").use(front_matter_plugin)
 _MD_BLOCK.disable("inline")
 
 _CODE_BLOCK_TYPES = frozenset({"fence", "code_block"})
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SPLIT_TAGS_RE = re.compile(r"[,\s]+")
 
 
@@ -224,8 +222,12 @@ def front_matter(doc: Doc, warnings: list[str]) -> dict[str, Any]:
     fm = doc.front_matter
     if fm is None or not fm.content.strip():
         return {}
+    # Imported here, not at the top: PyYAML costs ~12 ms of CPU at import, and the snippet maker
+    # (this module's parser) runs in every CLI search, which reads no front matter.
+    import yaml
+
     try:
-        data = yaml.load(fm.content, Loader=_YAML_LOADER)
+        data = yaml.load(fm.content, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -12,8 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from mdsearch_ls.engine.index.layout import IndexState
-from mdsearch_ls.engine.locations import Location
-from mdsearch_ls.engine.notes.chunking import Section
+from mdsearch_ls.engine.locations import Location, Section
 from mdsearch_ls.engine.search import preview
 
 

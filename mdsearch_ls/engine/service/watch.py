@@ -22,9 +22,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import watchfiles
-
 if TYPE_CHECKING:  # (folders imports this module)
+    import watchfiles
+
     from mdsearch_ls.engine.service.folders import Folders
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,10 @@ class Watcher:
         return bool(self._watched) and self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
+        # Imported here, in the watching thread, not at the top: watchfiles and anyio cost ~10 ms
+        # of CPU at import, which a CLI search (its Folders never watch) does not need.
+        import watchfiles
+
         created: list[Path] = []  # folders made since the last watch began: looked at again
         while not self._stop.is_set():
             self._restart.clear()
