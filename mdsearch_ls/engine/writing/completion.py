@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mdsearch_ls.engine.notes.links import github_anchor, markdown_link, relative_target, wikilink
+from mdsearch_ls.engine.notes.links import (
+    github_anchor,
+    markdown_link,
+    relative_target,
+    scan,
+    wikilink,
+)
 from mdsearch_ls.engine.notes.obsidian import normalise_inline
 from mdsearch_ls.engine.notes.outline import outline
 from mdsearch_ls.engine.search import preview
@@ -224,7 +230,7 @@ class LinkCompleter:
         ctx = _context(row[:column], row[column:], column)
         if ctx is None:
             return None
-        note_text = self._aids.note_text(path, text)
+        note_text = scan(text)
         if note_text.is_literal(note_text.offset(line, ctx["start"])):
             return None
         style = style or self._aids.settings.links_style
