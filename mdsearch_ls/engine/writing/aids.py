@@ -147,13 +147,15 @@ class WritingAids:
         return linked
 
     def link_to(self, path: str, source: str, heading: str | None = None,
-                text: str | None = None, *, style: str | None = None) -> str:
+                text: str | None = None, *, style: str | None = None,
+                embed: bool = False) -> str:
         """A link from note ``source`` to note ``path`` (and a heading in it) in the link style
-        of the settings; ``text`` is what it shows (an alias, the words it replaces)."""
+        of the settings; ``text`` is what it shows (an alias, the words it replaces); ``embed``:
+        a wikilink written ``![[...]]``."""
         view = self.view()
         if (style or self._ws.settings.links_style) == "markdown":
             return markdown_link(text or heading or view.title(path), path, source, heading)
-        return wikilink(view.resolver.link_name(path), heading, text)
+        return wikilink(view.resolver.link_name(path), heading, text, embed=embed)
     # ---- completion (engine/writing/completion.py) -------------------------------------------
 
     @_reading
