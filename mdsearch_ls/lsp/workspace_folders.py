@@ -24,10 +24,8 @@ from mdsearch_ls.engine.api import (
     Embedder,
     Folders,
     FolderState,
-    Hit,
     IndexedFolder,
     IndexReport,
-    SearchRequest,
     WritingAids,
     is_document,
 )
@@ -235,13 +233,6 @@ class FolderManager:
         right away is never computed."""
         await asyncio.sleep(0)
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-
-    def search(
-        self, request: SearchRequest, folders: Sequence[IndexedFolder] | None = None
-    ) -> list[tuple[IndexedFolder, Hit]]:
-        """Search every (or the given) folder, merged as the engine merges them, so the MCP
-        server's order is the same."""
-        return self.service.search(request, folders)
 
     # ---- status -----------------------------------------------------------------------------
 
