@@ -14,6 +14,7 @@ columns.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Callable, Iterable
@@ -274,8 +275,8 @@ class WritingAids:
         view = self.view()
         found = hygiene.unlinked_mentions(view, scan(text), path,
                                           self.linked_paths(path, text), limit=limit)
-        return [hygiene.with_replacement(m, self.link_to(m.path, path, None, m.text,
-                                                         style=style)) for m in found]
+        return [dataclasses.replace(m, replacement=self.link_to(m.path, path, None, m.text,
+                                                                style=style)) for m in found]
 
     @_reading
     def near_duplicates(self, path: str, *, min_score: float | None = None,
