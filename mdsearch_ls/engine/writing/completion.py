@@ -379,8 +379,7 @@ class LinkCompleter:
                 return []
             table = view.sections
             heads = [(table.titles[r], int(table.start_lines[r]), table.breadcrumbs[r])
-                     for r in table.rows(target)
-                     if not table.is_title_section(r, view.title(target))]
+                     for r in table.rows(target) if table.is_heading[r]]
         else:
             target = source
             heads = [(h.title, h.line, h.title) for h in outline(text)]
