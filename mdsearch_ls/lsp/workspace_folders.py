@@ -74,10 +74,6 @@ class FolderManager:
         need the whole index, like diagnostics, refresh the open documents then)."""
 
     @property
-    def embedder(self) -> Embedder:
-        return self.service.embedder
-
-    @property
     def folders(self) -> dict[Path, IndexedFolder]:
         return self.service.by_root
 
@@ -135,7 +131,7 @@ class FolderManager:
                 bar.end("loaded" if error is None else f"failed: {error}")
 
         if self.service.load_model(done) and bar is not None:  # (False: loaded or loading)
-            self._spawn(bar.begin(self.embedder.name))
+            self._spawn(bar.begin(self.service.embedder.name))
 
     # ---- folders ----------------------------------------------------------------------------
 
