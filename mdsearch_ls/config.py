@@ -17,6 +17,7 @@ This module is imported by every entry point, so it imports nothing heavy.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -85,38 +86,30 @@ def _opt_str(value: Any) -> str | None:
     raise ValueError("expected a string")
 
 
-def _int(lo: int, hi: int) -> Callable[[Any], int]:
-    def check(value: Any) -> int:
+def _number(lo: float, hi: float, *, whole: bool) -> Callable[[Any], Any]:
+    """A number from ``lo`` to ``hi`` (a whole one when ``whole``); a flag's text is read as
+    one."""
+    kind = "a whole number" if whole else "a number"
+
+    def check(value: Any) -> Any:
         if isinstance(value, str):
             try:
-                value = int(value.strip())
+                value = (int if whole else float)(value.strip())
             except ValueError:
-                raise ValueError("expected a whole number") from None
-        if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
-            raise ValueError("expected a whole number")
+                raise ValueError(f"expected {kind}") from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or (
+                whole and int(value) != value):
+            raise ValueError(f"expected {kind}")
         if not lo <= value <= hi:
             raise ValueError(f"expected a number from {lo} to {hi}")
-        return int(value)
+        return int(value) if whole else float(value)
 
     check.bounds = (lo, hi)  # type: ignore[attr-defined]
     return check
 
 
-def _float(lo: float, hi: float) -> Callable[[Any], float]:
-    def check(value: Any) -> float:
-        if isinstance(value, str):
-            try:
-                value = float(value.strip())
-            except ValueError:
-                raise ValueError("expected a number") from None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError("expected a number")
-        if not lo <= value <= hi:
-            raise ValueError(f"expected a number from {lo} to {hi}")
-        return float(value)
-
-    check.bounds = (lo, hi)  # type: ignore[attr-defined]
-    return check
+_int = functools.partial(_number, whole=True)
+_float = functools.partial(_number, whole=False)
 
 
 def _chroma_url(value: Any) -> str | None:

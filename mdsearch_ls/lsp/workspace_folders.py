@@ -24,10 +24,8 @@ from mdsearch_ls.engine.api import (
     Embedder,
     Folders,
     FolderState,
-    Hit,
     IndexedFolder,
     IndexReport,
-    SearchRequest,
     WritingAids,
     is_document,
 )
@@ -74,10 +72,6 @@ class FolderManager:
         self.ready_hooks: list[Callable[[IndexedFolder], None]] = []
         """Called on the loop when a folder's index has been brought up to date (features that
         need the whole index, like diagnostics, refresh the open documents then)."""
-
-    @property
-    def embedder(self) -> Embedder:
-        return self.service.embedder
 
     @property
     def folders(self) -> dict[Path, IndexedFolder]:
@@ -137,7 +131,7 @@ class FolderManager:
                 bar.end("loaded" if error is None else f"failed: {error}")
 
         if self.service.load_model(done) and bar is not None:  # (False: loaded or loading)
-            self._spawn(bar.begin(self.embedder.name))
+            self._spawn(bar.begin(self.service.embedder.name))
 
     # ---- folders ----------------------------------------------------------------------------
 
@@ -235,13 +229,6 @@ class FolderManager:
         right away is never computed."""
         await asyncio.sleep(0)
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-
-    def search(
-        self, request: SearchRequest, folders: Sequence[IndexedFolder] | None = None
-    ) -> list[tuple[IndexedFolder, Hit]]:
-        """Search every (or the given) folder, merged as the engine merges them, so the MCP
-        server's order is the same."""
-        return self.service.search(request, folders)
 
     # ---- status -----------------------------------------------------------------------------
 

@@ -73,7 +73,6 @@ def read(
             b = (end1 or 1) - 1
             section = heading_over(min(b, n - 1))
             a = section.line if section else 0
-        b = min(b, n - 1)
     else:
         a, b = 0, n - 1
     b = min(b, n - 1)
@@ -81,10 +80,7 @@ def read(
         b -= 1
     shown_path = lib.display(loc.folder, loc.rel)
     crumb = _crumb(section) if section else ""
-    if heading is None and start1 is None and end1 is None:
-        siblings = [h for h in heads if h.parent is None]
-        sib_label = "Sections"
-    elif section is not None:
+    if section is not None:  # (none when the whole note is read)
         siblings = [h for h in heads if h.parent == section.parent and h is not section]
         sib_label = "Siblings"
     else:

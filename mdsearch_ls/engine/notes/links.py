@@ -18,6 +18,7 @@ columns, which front ends convert to their protocol's units.
 from __future__ import annotations
 
 import bisect
+import functools
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -167,8 +168,10 @@ def read_links(doc: Doc) -> NoteText:
     return NoteText(doc, found, literal)
 
 
+@functools.lru_cache(maxsize=16)
 def scan(text: str) -> NoteText:
-    """:func:`read_links` of a note's text."""
+    """:func:`read_links` of a note's text, kept for the last few texts (code lenses, actions
+    and completion ask about the same buffer many times)."""
     return read_links(parse_doc(text))
 
 

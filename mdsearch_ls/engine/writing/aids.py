@@ -14,11 +14,9 @@ columns.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import hashlib
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,7 +26,6 @@ import numpy as np
 from mdsearch_ls.config import LINK_STYLES, Settings
 from mdsearch_ls.engine.notes.links import (
     Link,
-    NoteText,
     find_block,
     find_heading,
     markdown_link,
@@ -64,7 +61,6 @@ class LinkTarget:
     path: str
     line: int
     heading: str | None = None
-    indexed: bool = True
 
 
 @dataclass(frozen=True)
@@ -110,10 +106,11 @@ class WritingAids:
     def __init__(self, ws: Workspace) -> None:
         self._ws = ws
         self.vault = Vault(ws.manifest)
-        self._lock = threading.Lock()
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._scans: OrderedDict[tuple[str, str], NoteText] = OrderedDict()
         self._completer = LinkCompleter(self)
+        # One text's vector, kept per text: typing after ``[[`` leaves the paragraph as it was,
+        # so its vector is reused.
+        self.embed: Callable[[str], np.ndarray] = functools.lru_cache(maxsize=128)(
+            lambda text: np.asarray(ws.embedder.embed_query(text), dtype=np.float32))
 
     # ---- shared ---------------------------------------------------------------------------
 
@@ -137,37 +134,6 @@ class WritingAids:
         Chroma collection's answer, the one place the writing aids learn what is near what."""
         return self._ws.store.query_many(vectors, k)
 
-    def note_text(self, path: str, text: str) -> NoteText:
-        """The buffer's links and literal ranges, kept for the last few buffers (code lenses
-        and actions ask about the same text many times)."""
-        key = (path, hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest())
-        with self._lock:
-            hit = self._scans.get(key)
-            if hit is not None:
-                self._scans.move_to_end(key)
-                return hit
-        found = scan(text)
-        with self._lock:
-            self._scans[key] = found
-            while len(self._scans) > 16:
-                self._scans.popitem(last=False)
-        return found
-
-    def embed(self, text: str) -> np.ndarray:
-        """One text's vector, kept per text: typing after ``[[`` leaves the paragraph as it
-        was, so its vector is reused."""
-        with self._lock:
-            hit = self._vectors.get(text)
-            if hit is not None:
-                self._vectors.move_to_end(text)
-                return hit
-        vector = np.asarray(self._ws.embedder.embed_query(text), dtype=np.float32)
-        with self._lock:
-            self._vectors[text] = vector
-            while len(self._vectors) > 128:
-                self._vectors.popitem(last=False)
-        return vector
-
     def linked_paths(self, path: str, text: str | None = None) -> set[str]:
         """Notes linked with note ``path`` either way: its links (from ``text``, the buffer,
         when given) and the notes whose links resolve to it."""
@@ -175,20 +141,22 @@ class WritingAids:
         linked = set(view.graph.incoming.get(path, ()))
         if text is None:
             return linked | view.graph.outgoing.get(path, set())
-        for link, _, _ in self.note_text(path, text).links:
+        for link, _, _ in scan(text).links:
             dest = view.resolver.resolve(link, path)
             if dest is not None and dest != path:
                 linked.add(dest)
         return linked
 
     def link_to(self, path: str, source: str, heading: str | None = None,
-                text: str | None = None, *, style: str | None = None) -> str:
+                text: str | None = None, *, style: str | None = None,
+                embed: bool = False) -> str:
         """A link from note ``source`` to note ``path`` (and a heading in it) in the link style
-        of the settings; ``text`` is what it shows (an alias, the words it replaces)."""
+        of the settings; ``text`` is what it shows (an alias, the words it replaces); ``embed``:
+        a wikilink written ``![[...]]``."""
         view = self.view()
         if (style or self._ws.settings.links_style) == "markdown":
             return markdown_link(text or heading or view.title(path), path, source, heading)
-        return wikilink(view.resolver.link_name(path), heading, text)
+        return wikilink(view.resolver.link_name(path), heading, text, embed=embed)
     # ---- completion (engine/writing/completion.py) -------------------------------------------
 
     @_reading
@@ -208,8 +176,7 @@ class WritingAids:
     def resolve_link(self, path: str, text: str, line: int, column: int) -> LinkTarget | None:
         """The note (and heading or block) the link under the cursor goes to; None when the
         cursor is on no link or the link names nothing that exists."""
-        note_text = self.note_text(path, text)
-        link = note_text.link_at(line, column)
+        link = scan(text).link_at(line, column)
         if link is None:
             return None
         view = self.view()
@@ -246,7 +213,7 @@ class WritingAids:
                 candidate = base / name
                 rel = self._ws.relpath(candidate)
                 if rel is not None and candidate.is_file():
-                    return LinkTarget(rel, 0, None, indexed=False)
+                    return LinkTarget(rel, 0)
         return None
 
     # ---- related, not linked --------------------------------------------------------------
@@ -306,10 +273,10 @@ class WritingAids:
         """Other notes' names written as plain text in ``text``: the first mention of each note
         this one does not link to yet, outside code, links and headings."""
         view = self.view()
-        found = hygiene.unlinked_mentions(view, self.note_text(path, text), path,
+        found = hygiene.unlinked_mentions(view, scan(text), path,
                                           self.linked_paths(path, text), limit=limit)
-        return [hygiene.with_replacement(m, self.link_to(m.path, path, None, m.text,
-                                                         style=style)) for m in found]
+        return [dataclasses.replace(m, replacement=self.link_to(m.path, path, None, m.text,
+                                                                style=style)) for m in found]
 
     @_reading
     def near_duplicates(self, path: str, *, min_score: float | None = None,

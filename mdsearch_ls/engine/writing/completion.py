@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mdsearch_ls.engine.notes.links import github_anchor, markdown_link, relative_target, wikilink
+from mdsearch_ls.engine.notes.links import github_anchor, relative_target, scan, wikilink
 from mdsearch_ls.engine.notes.obsidian import normalise_inline
 from mdsearch_ls.engine.notes.outline import outline
 from mdsearch_ls.engine.search import preview
@@ -224,7 +224,7 @@ class LinkCompleter:
         ctx = _context(row[:column], row[column:], column)
         if ctx is None:
             return None
-        note_text = self._aids.note_text(path, text)
+        note_text = scan(text)
         if note_text.is_literal(note_text.offset(line, ctx["start"])):
             return None
         style = style or self._aids.settings.links_style
@@ -359,14 +359,14 @@ class LinkCompleter:
             why = _why(kind if fz == 1.0 else ("name matches" if fz else ""), name, sim)
             return LinkCandidate(
                 "note", _label(view, p, None, alias, style, ctx),
-                self._insert(view, ctx, style, source, p, None, alias), p, None, 0,
+                self._insert(ctx, style, source, p, None, alias), p, None, 0,
                 view.title(p), why, score, sim)
         _, r, fz, sim = spec
         p, heading = table.paths[r], table.titles[r]
         why = _why("heading" if fz == 1.0 else ("name matches" if fz else ""), heading, sim)
         return LinkCandidate(
             "heading", _label(view, p, heading, None, style, ctx),
-            self._insert(view, ctx, style, source, p, heading, None), p, heading,
+            self._insert(ctx, style, source, p, heading, None), p, heading,
             int(table.start_lines[r]), table.breadcrumbs[r], why, score, sim)
 
     def _complete_headings(self, view: VaultView, source: str, text: str, ctx: dict[str, Any],
@@ -379,8 +379,7 @@ class LinkCompleter:
                 return []
             table = view.sections
             heads = [(table.titles[r], int(table.start_lines[r]), table.breadcrumbs[r])
-                     for r in table.rows(target)
-                     if not table.is_title_section(r, view.title(target))]
+                     for r in table.rows(target) if table.is_heading[r]]
         else:
             target = source
             heads = [(h.title, h.line, h.title) for h in outline(text)]
@@ -389,7 +388,7 @@ class LinkCompleter:
             fz = fuzzy_score(query, title.casefold()) if query else 0.0
             if query and fz == 0:
                 continue
-            insert = (self._insert(view, ctx, style, source, target, title, None)
+            insert = (self._insert(ctx, style, source, target, title, None)
                       if ctx["note"] else _same_note(ctx, style, title))
             items.append(LinkCandidate(
                 "heading", _label(view, target, title, None, style, ctx), insert, target, title,
@@ -397,13 +396,11 @@ class LinkCompleter:
         items.sort(key=lambda c: -c.score)
         return items
 
-    def _insert(self, view: VaultView, ctx: dict[str, Any], style: str, source: str, path: str,
+    def _insert(self, ctx: dict[str, Any], style: str, source: str, path: str,
                 heading: str | None, alias: str | None) -> str:
         if ctx["kind"] == "markdown":
             return relative_target(path, source, heading) + ")"
-        if style == "markdown":
-            return markdown_link(alias or heading or view.title(path), path, source, heading)
-        return wikilink(view.resolver.link_name(path), heading, alias, embed=ctx["embed"])
+        return self._aids.link_to(path, source, heading, alias, style=style, embed=ctx["embed"])
 
     def _with_snippets(self, view: VaultView, items: list[LinkCandidate]) -> list[LinkCandidate]:
         table = view.sections

@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mdsearch_ls.engine.locations import ChunkRecord
@@ -101,10 +101,6 @@ class Duplicate:
     title: str
     score: float
     others: tuple[DuplicateOf, ...]
-
-
-def with_replacement(mention: Mention, link: str) -> Mention:
-    return replace(mention, replacement=link)
 
 
 def _not_prose(note: NoteText) -> list[tuple[int, int]]:

@@ -91,13 +91,6 @@ class SectionTable:
                 found = r
         return found
 
-    def is_title_section(self, row: int, note_title: str) -> bool:
-        """The text before the first heading, or a top heading saying the note's title: a
-        link to the note, not to a heading in it."""
-        return " > " not in self.breadcrumbs[row] and (
-            self.titles[row].strip().casefold() == note_title.strip().casefold()
-        )
-
 
 @dataclass
 class _Columns:

@@ -44,10 +44,6 @@ class LinkGraph:
     outgoing: dict[str, set[str]] = field(default_factory=dict)
     incoming: dict[str, set[str]] = field(default_factory=dict)
 
-    def linked(self, path: str) -> set[str]:
-        """Notes linked with ``path`` either way."""
-        return self.outgoing.get(path, set()) | self.incoming.get(path, set())
-
 
 def name_words(name: str) -> tuple[str, ...]:
     """A name as the words a mention of it must have, case folded."""

@@ -86,7 +86,7 @@ async def code_actions(
                 edit=types.WorkspaceEdit(changes={uri: edits}),
             ))
 
-    loaded = manager.embedder.loaded
+    loaded = manager.service.embedder.loaded
     if settings.suggest_enabled and loaded and _wanted(types.CodeActionKind.QuickFix, only):
         for line in sections_in(text, first, last)[:MAX_SUGGESTIONS]:
             suggestion = await manager.run(aids.suggest_link, rel, text, line)

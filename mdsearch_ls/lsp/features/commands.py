@@ -76,7 +76,7 @@ async def search(manager: FolderManager, args: tuple[Any, ...]) -> list[dict[str
         raise JsonRpcInvalidParams(f"{SEARCH}: {exc}; expected {SEARCH_USAGE}") from None
     if request.empty:
         return []
-    found = await manager.run(manager.search, request, folders)
+    found = await manager.run(manager.service.search, request, folders)
     return [hit_json(folder.root, hit) for folder, hit in found]
 
 

@@ -63,7 +63,7 @@ async def completion(
     _folder, rel, aids = found
     lines = Lines(text, codec)
     line, column = lines.point(params.position)
-    semantic = manager.embedder.loaded  # names only while the model loads
+    semantic = manager.service.embedder.loaded  # names only while the model loads
     result = await manager.run(functools.partial(
         aids.complete_link, rel, text, line, column, semantic=semantic))
     if result is None:

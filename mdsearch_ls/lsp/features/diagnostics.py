@@ -30,8 +30,8 @@ SOURCE = "mdsearch"
 DEBOUNCE_S = 0.3
 
 
-def mention_diagnostics(manager: FolderManager, folder: IndexedFolder, rel: str, text: str,
-                        codec: Any = None) -> list[types.Diagnostic]:
+def mention_diagnostics(folder: IndexedFolder, rel: str, text: str, codec: Any = None
+                        ) -> list[types.Diagnostic]:
     """Hints on the first plain-text mention of each note this one does not link with."""
     aids = folder.writing
     if aids is None or not folder.settings.mentions_enabled:
@@ -51,8 +51,8 @@ def mention_diagnostics(manager: FolderManager, folder: IndexedFolder, rel: str,
     ]
 
 
-def duplicate_diagnostics(manager: FolderManager, folder: IndexedFolder, rel: str, text: str,
-                          codec: Any = None) -> list[types.Diagnostic]:
+def duplicate_diagnostics(folder: IndexedFolder, rel: str, text: str, codec: Any = None
+                          ) -> list[types.Diagnostic]:
     """Information on each section almost identical to a section of another note (as indexed),
     the other places in ``relatedInformation``."""
     aids = folder.writing
@@ -95,9 +95,9 @@ async def diagnostics_for(manager: FolderManager, uri: str, text: str, *,
     if found is None:
         return [], []
     folder, rel = found
-    mentions = await manager.run(mention_diagnostics, manager, folder, rel, text, codec)
+    mentions = await manager.run(mention_diagnostics, folder, rel, text, codec)
     if duplicates is None:
-        duplicates = await manager.run(duplicate_diagnostics, manager, folder, rel, text, codec)
+        duplicates = await manager.run(duplicate_diagnostics, folder, rel, text, codec)
     if not folder.settings.duplicates_enabled:
         duplicates = []
     return mentions + duplicates, duplicates
@@ -126,15 +126,13 @@ class Publisher:
             if folder is not None:
                 self._spawn(self._after_save(folder))
 
-    def on_ready(self, folder: IndexedFolder) -> None:
-        self._refresh_folder(folder)
-
     async def _after_save(self, folder: IndexedFolder) -> None:
         with contextlib.suppress(Exception):
             await asyncio.wrap_future(folder.settled())
-        self._refresh_folder(folder)
+        self.on_ready(folder)
 
-    def _refresh_folder(self, folder: IndexedFolder) -> None:
+    def on_ready(self, folder: IndexedFolder) -> None:
+        """Every open note of ``folder`` looked at again (its index is ready, or saved)."""
         for uri in self.server.open_uris():
             if self.server.manager.folder_for(uri) is folder:
                 self._schedule(uri, 0.0, fresh=True)

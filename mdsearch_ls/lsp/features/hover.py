@@ -32,7 +32,7 @@ async def hover(
     folder, rel = found
     if not folder.settings.hover_enabled:
         return None
-    if not folder.opened or (folder.held and not manager.embedder.loaded):
+    if not folder.opened or (folder.held and not manager.service.embedder.loaded):
         return None  # still starting: no hover rather than a stall
     request = RelatedRequest(rel, params.position.line, text=text)
     result = await manager.run(folder.related, request)

@@ -33,7 +33,7 @@ async def workspace_symbol(
         raise JsonRpcInvalidParams(str(exc)) from None
     if request.empty:
         return []
-    found = await manager.run(manager.search, request)
+    found = await manager.run(manager.service.search, request)
     return [
         types.WorkspaceSymbol(
             name=hit.title,
