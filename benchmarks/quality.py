@@ -232,6 +232,7 @@ def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
         return current
     from mdsearch_ls.engine.notes import chunking
     from mdsearch_ls.engine.notes import files as sources
+    from mdsearch_ls.engine.notes.decoding import read_source
 
     with conn:
         conn.execute("DROP TABLE chunks_fts")
@@ -239,7 +240,7 @@ def set_fts_tokenizer(ws: Workspace, tokenizer: str | None) -> str:
             f"CREATE VIRTUAL TABLE chunks_fts USING fts5(title, body, tokenize = '{want}')"
         )
         for rel in ws.manifest.all_paths():
-            read = sources.read_source(ws.root / rel, rel,
+            read = read_source(ws.root / rel, rel,
                                        max_file_bytes=ws.settings.max_file_bytes)
             if read.text is None:
                 continue

@@ -61,8 +61,8 @@ from mdsearch_ls.engine.embedding.torch_backend import (  # noqa: E402
     set_thread_policy,
 )
 from mdsearch_ls.engine.notes import chunking  # noqa: E402
-from mdsearch_ls.engine.notes import files as sources  # noqa: E402
 from mdsearch_ls.engine.notes import links as links_mod  # noqa: E402
+from mdsearch_ls.engine.notes.decoding import read_source  # noqa: E402
 from mdsearch_ls.engine.workspace import Workspace  # noqa: E402
 
 MODES = ("hybrid", "semantic")
@@ -80,7 +80,7 @@ def chunks_of(ws: Workspace, rel: str, memo: dict[str, chunking.ParsedNote | Non
               ) -> chunking.ParsedNote | None:
     """The note parsed exactly as the indexer parses it (same reader, same chunk settings)."""
     if rel not in memo:
-        read = sources.read_source(ws.root / rel, rel, max_file_bytes=ws.settings.max_file_bytes)
+        read = read_source(ws.root / rel, rel, max_file_bytes=ws.settings.max_file_bytes)
         memo[rel] = None if read.text is None else chunking.parse_note(
             read.text, fallback_title=Path(rel).stem, path=rel,
             chunk_size=ws.settings.chunk_size, chunk_overlap=ws.settings.chunk_overlap)

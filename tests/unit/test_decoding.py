@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from mdsearch_ls.config import Settings
-from mdsearch_ls.engine.notes.files import looks_binary, read_source, scan
+from mdsearch_ls.engine.notes.decoding import looks_binary, read_source
+from mdsearch_ls.engine.notes.files import scan
 from mdsearch_ls.engine.workspace import Workspace
 from tests.conftest import FakeEmbedder, write_note
 

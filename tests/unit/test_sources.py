@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from mdsearch_ls.engine.notes.decoding import ReadResult, read_source
 from mdsearch_ls.engine.notes.files import (
     DEFAULT_EXCLUDES,
     MARKDOWN_SUFFIXES,
-    ReadResult,
     SourceFile,
     SourceFilter,
-    read_source,
     relpath,
     scan,
 )

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.notes.formats import format_of
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.notes import chunking
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def is_document(rel: str, formats: Sequence[str]) -> bool:
     """Whether ``rel`` is read through a converter (a PDF, a notebook...) rather than as a note."""
-    return sources.format_of(rel, formats) is not None
+    return format_of(rel, formats) is not None
 
 
 def sha1(text: str) -> str:

@@ -41,8 +41,9 @@ from mdsearch_ls.engine.index.vector_store import (
     ChromaStore,
     chunk_metadata,
 )
-from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate
+from mdsearch_ls.engine.locations import ChunkRecord, FileRecord, FileUpdate, change_stamp
 from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.notes.decoding import read_source
 
 if TYPE_CHECKING:
     from mdsearch_ls.engine.notes import chunking
@@ -246,7 +247,7 @@ class Indexer:
                     gone.append(p)
                 continue
             st = abs_path.stat()
-            stamp = sources.change_stamp(st)
+            stamp = change_stamp(st)
             too_big = sources._oversize(p, st.st_size, self.settings.max_file_bytes,
                                         self.settings.include_formats)
             if too_big:
@@ -341,7 +342,7 @@ class Indexer:
                 skips.add(src.rel, src.ctime, src.size, "")  # reported when it changed last
                 tick(1)
                 continue
-            read = sources.read_source(
+            read = read_source(
                 src.path, src.rel, max_file_bytes=self.settings.max_file_bytes,
                 formats=formats, known_hash=old.content_hash if old is not None else None,
             )

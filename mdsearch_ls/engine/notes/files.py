@@ -21,21 +21,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from mdsearch_ls.config import Settings
 from mdsearch_ls.engine.locations import change_stamp
-from mdsearch_ls.engine.notes.decoding import (
-    ReadResult,
-    _oversize_warning,
-    looks_binary,
-    read_source,
-)
+from mdsearch_ls.engine.notes.decoding import _oversize_warning
 from mdsearch_ls.engine.notes.formats import format_of, oversize
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
 
 __all__ = [
-    "DEFAULT_EXCLUDES", "HIDDEN_DIRS", "MARKDOWN_SUFFIXES", "ReadResult", "SkipFn",
-    "SourceFile", "SourceFilter", "count_notes", "format_of", "is_note_name", "looks_binary",
-    "read_source", "relpath", "scan", "stat_scan",
+    "DEFAULT_EXCLUDES", "HIDDEN_DIRS", "MARKDOWN_SUFFIXES", "SkipFn", "SourceFile",
+    "SourceFilter", "count_notes", "is_note_name", "relpath", "scan", "stat_scan",
 ]
 
 log = logging.getLogger(__name__)

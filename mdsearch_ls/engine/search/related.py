@@ -20,7 +20,7 @@ from mdsearch_ls.engine.embedding import Embedder
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.index.identity import sha1
 from mdsearch_ls.engine.notes import chunking
-from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.notes.decoding import read_source
 from mdsearch_ls.engine.search.hits import Related
 from mdsearch_ls.engine.search.requests import RelatedRequest
 
@@ -91,7 +91,7 @@ def related_sections(
         path = root / rel
         if not path.is_file():
             raise RequestError(f"{request.path} does not exist", "path")
-        read = sources.read_source(path, rel, max_file_bytes=settings.max_file_bytes,
+        read = read_source(path, rel, max_file_bytes=settings.max_file_bytes,
                                    formats=settings.include_formats)
         if read.text is None:
             return Related(None, [])

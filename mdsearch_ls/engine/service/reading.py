@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mdsearch_ls.engine.errors import RequestError
 from mdsearch_ls.engine.notes import files as sources
+from mdsearch_ls.engine.notes.decoding import read_source
 
 
 def read_checked(
@@ -45,7 +46,7 @@ def read_checked(
         # an excluded note (settings, .gitignore, a hidden folder) is answered as a missing
         # one: whoever asks (an assistant, a team member) must not learn that it exists
         raise RequestError(f"{rel} does not exist in {root}", "path")
-    read = sources.read_source(full, rel, max_file_bytes=max_file_bytes, formats=formats)
+    read = read_source(full, rel, max_file_bytes=max_file_bytes, formats=formats)
     if read.text is None:
         raise RequestError(read.warning or f"{rel} cannot be read", "path")
     return rel, read.text
