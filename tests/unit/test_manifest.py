@@ -311,6 +311,19 @@ def test_reads_from_another_thread_see_committed_writes(manifest):
     assert out == [1]
 
 
+def test_threads_one_after_another_share_one_connection_and_see_new_writes(manifest):
+    # a holder answers each channel connection on a new thread: one connection kept per thread
+    # that ever asked grew it by its page cache a search, without end
+    seen: list[int] = []
+    for n in range(1, 31):
+        manifest.apply([make_update(f"n{n}.md", ["apple"])])
+        t = threading.Thread(target=lambda: seen.append(manifest.counts()[0]))
+        t.start()
+        t.join()
+    assert seen == list(range(1, 31))  # no thread reads through an older thread's snapshot
+    assert len(manifest._owners) == 2  # this thread's and the one the ended threads passed on
+
+
 def test_meta_roundtrip(manifest):
     assert manifest.get_meta("k") is None
     manifest.set_meta("k", "v1")

@@ -166,8 +166,8 @@ def test_related_refuses_a_path_outside_the_root(tmp_path, fake_embedder) -> Non
 
 # The engine's layers, lowest first: a module may import its own layer and the ones below it,
 # never one above (annotations under TYPE_CHECKING excepted), so the packages stay a stack.
-LAYERS = ["errors", "states", "locations", "notes", "embedding", "index", "search", "writing",
-          "workspace", "service", "api"]
+LAYERS = ["errors", "heap", "states", "locations", "notes", "embedding", "index", "search",
+          "writing", "workspace", "service", "api"]
 ENGINE = PACKAGE / "engine"
 
 

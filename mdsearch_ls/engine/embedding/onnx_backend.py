@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdsearch_ls.engine.embedding.base import BatchingEmbedder, ModelLoadError, physical_cores
+from mdsearch_ls.engine.heap import release_free_memory
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,17 +36,6 @@ GRAPHS = Path(__file__).resolve().parent / "graphs"
 GRAPH_FILES = {"fp32": "minilm-l6-fp32.onnx", "int8": "minilm-l6-int8.onnx"}
 DIMENSION = 384
 MAX_SEQ_LENGTH = 256  # the model's sentence_bert_config.json; read from it when present
-
-
-def release_free_memory() -> None:
-    """Hand freed heap memory back to the OS after a group of batches (glibc keeps it otherwise:
-    a process that indexed once stayed ~70 MB larger for good). A few ms; Linux/glibc only."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        pass
 
 
 def read_header(path: Path) -> tuple[dict[str, Any], bytes]:
@@ -236,6 +226,7 @@ class OnnxEmbedder(BatchingEmbedder):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         vectors = super().embed_documents(texts)
         if len(texts) > self.max_batch:
+            # a process that indexed once stayed ~70 MB larger for good without it
             release_free_memory()
         return vectors
 

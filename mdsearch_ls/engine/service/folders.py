@@ -32,6 +32,7 @@ from typing import Any
 
 from mdsearch_ls.config import Settings, differs
 from mdsearch_ls.engine.embedding import Embedder, create_embedder
+from mdsearch_ls.engine.heap import one_arena
 from mdsearch_ls.engine.index.layout import cache_root
 from mdsearch_ls.engine.index.report import CancelFn, IndexReport, ProgressFn
 from mdsearch_ls.engine.notes.files import is_note_name
@@ -77,6 +78,7 @@ class Folders:
         (``server``, ``background``, ``command``); ``via_background``: ask the background
         process to hold a folder nobody holds (a CLI command) instead of holding it here;
         ``watch``: learn of changes on disk in the folders held here (``watchfiles``)."""
+        one_arena()  # before this process's threads (see there)
         self._fixed_embedder = embedder is not None
         self.embedder: Embedder = embedder or create_embedder(settings)
         self._model_settings = settings
