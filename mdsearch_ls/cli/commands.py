@@ -95,12 +95,6 @@ def _confirm_first_index(args: argparse.Namespace, root: Path, settings: Setting
                      f"index it anyway")
 
 
-def _never_indexed(root: Path, settings: Settings) -> None:
-    """A read of a folder never indexed (``status``, ``search --no-update``): a read never
-    creates an index, so it says how to make one instead."""
-    raise UsageError(not_indexed_reason(root, settings))
-
-
 class _Session:
     """What one command run shares: the progress line, the model (wrapped to report), and the
     one folder it works on, reached the engine's way."""
@@ -307,8 +301,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         return remote.run(args, queries)
     root = _find_root(args, settings)
     first = not has_index(root, settings)
-    if first and args.no_update:
-        _never_indexed(root, settings)
+    if first and args.no_update:  # a read never creates an index: it says how to make one
+        raise UsageError(not_indexed_reason(root, settings))
     if first:
         _confirm_first_index(args, root, settings)
     with _Session(args, settings, ask_background=not first) as session:
@@ -410,8 +404,8 @@ class _Related:
 def cmd_status(args: argparse.Namespace) -> int:
     settings = _settings(args)
     root = _find_root(args, settings)
-    if not has_index(root, settings):
-        _never_indexed(root, settings)
+    if not has_index(root, settings):  # (as for search --no-update)
+        raise UsageError(not_indexed_reason(root, settings))
     with _Session(args, settings, ask_background=False) as session:
         info = session.open(root).status()
     held = info.get("held_by")

@@ -29,16 +29,11 @@ def _glibc() -> Any:
         return None
 
 
-def _trim() -> Any:
-    libc = _glibc()
-    return libc.malloc_trim if libc is not None else None
-
-
 def release_free_memory() -> None:
     """Give the heap's free pages back to the system (glibc only; see the module docstring)."""
-    trim = _trim()
-    if trim is not None:
-        trim(0)
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def one_arena() -> None:
@@ -55,5 +50,3 @@ def one_arena() -> None:
     if libc is not None:
         libc.mallopt(M_ARENA_MAX, 1)
 
-
-__all__ = ["one_arena", "release_free_memory"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mdsearch_ls.engine.heap import _trim, release_free_memory
+from mdsearch_ls.engine.heap import _glibc, release_free_memory
 
 
 def _rss_anon_mb() -> float:
@@ -25,7 +25,7 @@ def test_it_is_harmless_everywhere() -> None:
     release_free_memory()
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or _trim() is None,
+@pytest.mark.skipif(not sys.platform.startswith("linux") or _glibc() is None,
                     reason="glibc only")
 def test_a_peak_of_small_blocks_freed_goes_back_to_the_system() -> None:
     libc = ctypes.CDLL("libc.so.6")
@@ -72,7 +72,7 @@ os.remove(path)
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or _trim() is None,
+@pytest.mark.skipif(not sys.platform.startswith("linux") or _glibc() is None,
                     reason="glibc only")
 @pytest.mark.parametrize(("how", "most"), [("one", 1), ("default", 99)])
 def test_one_arena_serves_every_thread(how: str, most: int) -> None:
